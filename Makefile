@@ -1,0 +1,44 @@
+# The README's two commands: `make demo` and `make test`. CMake does the building, into build/.
+# Each target first installs the Debian packages that are missing (scripts/install-deps.sh).
+
+BUILD ?= build
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+CTEST_FLAGS ?=
+
+.PHONY: all deps build test demo bench asan tsan format format-check install clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh build
+
+build: deps
+	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
+
+demo: build
+	@scripts/demo.sh $(BUILD)
+
+bench: build
+	@echo "benchmarks are built in $(BUILD)/bench; see bench/RESULTS.md for how to run them"
+
+# The same tests with AddressSanitizer and UndefinedBehaviorSanitizer.
+asan:
+	@$(MAKE) --no-print-directory test BUILD=build-asan \
+	  CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Debug -DRINGLANE_SANITIZE=address,undefined -DRINGLANE_BUILD_BENCH=OFF $(CMAKE_FLAGS)"
+
+format:
+	@git ls-files '*.c' '*.h' | xargs clang-format -i
+
+format-check:
+	@git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
+
+install: build
+	@cmake --install $(BUILD)
+
+clean:
+	@rm -rf build build-asan build-tsan

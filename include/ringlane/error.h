@@ -1,0 +1,55 @@
+/* ringlane: error codes.
+ *
+ * Every public function that can fail returns 0 on success or one of the negative RL_E* codes
+ * below; rl_strerror() describes a code and rl_err_name() gives its symbol. The values are part
+ * of the ABI and never change meaning.
+ */
+#ifndef RINGLANE_ERROR_H
+#define RINGLANE_ERROR_H
+
+#include "ringlane/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* X(name, value, message) */
+#define RL_ERRNO_MAP(X)                                                                            \
+    X(EINVAL, -1, "invalid argument")                                                              \
+    X(ENOMEM, -2, "out of memory")                                                                 \
+    X(EEMPTY, -3, "the ring has no members")                                                       \
+    X(EVNODES, -4, "vnodes must be between 1 and RL_VNODES_MAX")                                   \
+    X(EWEIGHT, -5, "weight must be between 1 and RL_WEIGHT_MAX")                                   \
+    X(ENAME, -6, "member name is empty or longer than RL_NAME_MAX bytes")                          \
+    X(EDUPNAME, -7, "duplicate member name")                                                       \
+    X(ENOENT, -8, "no such member")                                                                \
+    X(EPROFILE, -9, "unknown profile")                                                             \
+    X(ERANGE, -10, "value out of range")                                                           \
+    X(ETOOBIG, -11, "too many points (limit RL_POINTS_MAX)")                                       \
+    X(EBADKEY, -12, "key is not valid for this profile")                                           \
+    X(ENOTSUP, -13, "operation not supported by this profile")                                     \
+    X(EAGAIN, -14, "resource temporarily unavailable (queue full)")                                \
+    X(ECLOSED, -15, "closed or shutting down")                                                     \
+    X(ETIMEDOUT, -16, "timed out")                                                                 \
+    X(EBUSY, -17, "busy")                                                                          \
+    X(ESTATE, -18, "operation not valid in the current state")                                     \
+    X(EKAFKA, -19, "Kafka client error")                                                           \
+    X(ELOOP, -20, "event loop error")
+
+enum rl_errno {
+#define RL__ERRNO_ENUM(name, value, msg) RL_##name = value,
+    RL_ERRNO_MAP(RL__ERRNO_ENUM)
+#undef RL__ERRNO_ENUM
+        RL_OK = 0
+};
+
+/* A static, human-readable description of err ("unknown error" for codes not listed above). */
+RL_EXTERN const char *rl_strerror(int err);
+
+/* The symbol of err, e.g. "RL_EINVAL" ("RL_OK" for 0, "RL_UNKNOWN" otherwise). */
+RL_EXTERN const char *rl_err_name(int err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,36 @@
+/* ringlane: ring profiles.
+ *
+ * A profile fixes everything that decides where a key goes: the hash of vnode labels and keys,
+ * the label format, the number of points per member, the order of equal points and the
+ * successor rule. Compatibility profiles reproduce another implementation key for key.
+ */
+#ifndef RINGLANE_PROFILE_H
+#define RINGLANE_PROFILE_H
+
+#include "ringlane/common.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rl_profile_info {
+    const char *name;        /* "default", "ds09", ... */
+    const char *hash;        /* the hash, e.g. "xxh3-64" */
+    const char *labels;      /* the vnode label format, e.g. "<name>#<i>" */
+    const char *rule;        /* successor rule and tie order */
+    const char *compatible;  /* what it reproduces */
+    uint32_t default_vnodes; /* per unit of weight */
+    unsigned bits;           /* ring width: 16, 32 or 64 */
+} rl_profile_info;
+
+RL_EXTERN size_t rl_profile_count(void);
+RL_EXTERN const rl_profile_info *rl_profile_at(size_t i);         /* NULL if out of range */
+RL_EXTERN const rl_profile_info *rl_profile_find(const char *name); /* NULL if unknown */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

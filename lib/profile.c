@@ -1,0 +1,121 @@
+/* The profile registry: ringlane's own profiles and the seed rings, reproduced exactly. */
+#include "ring_internal.h"
+#include "ringlane/error.h"
+#include "ringlane/hash.h"
+
+#include <string.h>
+
+static uint64_t label_xxh3(const void *d, size_t n)
+{
+    return rl_xxh3(d, n);
+}
+
+static uint64_t label_hash64(const void *d, size_t n)
+{
+    return rl_hash64(d, n);
+}
+
+static uint64_t label_xmur3(const void *d, size_t n)
+{
+    return rl_xmur3(d, n);
+}
+
+/* turnstone: position = fnv1a_32("<node_id>:<i>") % 65536; the width mask does the modulo. */
+static uint64_t label_fnv1a32(const void *d, size_t n)
+{
+    return rl_fnv1a32(d, n);
+}
+
+/* turnstone routes buckets, and a key's bucket is bucket_of(workspace id). */
+static int key_turnstone(const void *key, size_t len, uint64_t *out)
+{
+    uint32_t bucket;
+    int rc = rl_turnstone_bucket_of(key, len, &bucket);
+    if (rc == 0)
+        *out = bucket;
+    return rc;
+}
+
+static const rl__profile profiles[] = {
+    {
+        .info = {.name = "default",
+                 .hash = "xxh3-64 (libxxhash)",
+                 .labels = "<name>#<i>, i from 0, weight x vnodes per member",
+                 .rule = "first point >= hash, wrap; ties by (position, name, i)",
+                 .compatible = "ringlane's own",
+                 .default_vnodes = 160,
+                 .bits = 64},
+        .successor = RL__SUCC_GE,
+        .tie = RL__TIE_NAME,
+        .label_sep = "#",
+        .label_hash = label_xxh3,
+    },
+    {
+        .info = {.name = "ds09",
+                 .hash = "hash64 = SplitMix64(FNV-1a 64)",
+                 .labels = "<name>#<i>, i from 0, weight x vnodes per member",
+                 .rule = "first point >= hash, wrap; ties by (position, name, i)",
+                 .compatible = "ds.09 ring with bounded loads (Go reference, parity ring.hash)",
+                 .default_vnodes = 160,
+                 .bits = 64},
+        .successor = RL__SUCC_GE,
+        .tie = RL__TIE_NAME,
+        .label_sep = "#",
+        .label_hash = label_hash64,
+    },
+    {
+        .info = {.name = "turnstone",
+                 .hash = "FNV-1a 32 mod 65536; keys: bucket_of (first 4 hex digits)",
+                 .labels = "<name>:<i>, i from 0, weight x 150 per member",
+                 .rule = "first point > bucket (bisect_right), wrap; ties by (position, name, i)",
+                 .compatible = "turnstone consistent-hash-ring reference design (16-bit ring)",
+                 .default_vnodes = 150,
+                 .bits = 16},
+        .successor = RL__SUCC_GT,
+        .tie = RL__TIE_NAME,
+        .label_sep = ":",
+        .label_hash = label_fnv1a32,
+        .key_hash = key_turnstone,
+    },
+    {
+        .info = {.name = "xmur3",
+                 .hash = "xmur3 32-bit over code points",
+                 .labels = "<name>#<i>, i from 0, weight x vnodes per member",
+                 .rule = "first point >= hash (bisect_left), wrap; ties by (position, name, i)",
+                 .compatible = "seed 003 interview reference (Python and TypeScript on BMP text)",
+                 .default_vnodes = 3,
+                 .bits = 32},
+        .successor = RL__SUCC_GE,
+        .tie = RL__TIE_NAME,
+        .label_sep = "#",
+        .label_hash = label_xmur3,
+    },
+};
+
+#define N_PROFILES (sizeof profiles / sizeof profiles[0])
+
+const rl__profile *rl__profile_find(const char *name)
+{
+    if (!name)
+        return &profiles[0];
+    for (size_t i = 0; i < N_PROFILES; i++)
+        if (strcmp(profiles[i].info.name, name) == 0)
+            return &profiles[i];
+    return NULL;
+}
+
+size_t rl_profile_count(void)
+{
+    return N_PROFILES;
+}
+
+const rl_profile_info *rl_profile_at(size_t i)
+{
+    return i < N_PROFILES ? &profiles[i].info : NULL;
+}
+
+const rl_profile_info *rl_profile_find(const char *name)
+{
+    const rl__profile *p = name ? rl__profile_find(name) : NULL;
+    return p ? &p->info : NULL;
+}

@@ -1,0 +1,452 @@
+/* Building immutable ring snapshots, and the membership changes that make new ones. */
+#include "ring_internal.h"
+#include "ringlane/error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void rl_ring_options_init(rl_ring_options *opts)
+{
+    if (!opts)
+        return;
+    opts->profile = NULL;
+    opts->vnodes = RL_VNODES_PROFILE;
+    opts->hash = NULL;
+    opts->hash_ctx = NULL;
+}
+
+static size_t bounded_strlen(const char *s, size_t max)
+{
+    size_t n = 0;
+    while (n <= max && s[n])
+        n++;
+    return n;
+}
+
+int rl__check_member(const rl_member *m)
+{
+    if (!m || !m->name)
+        return RL_EINVAL;
+    size_t n = bounded_strlen(m->name, RL_NAME_MAX);
+    if (n == 0 || n > RL_NAME_MAX)
+        return RL_ENAME;
+    if (m->zone && bounded_strlen(m->zone, RL_NAME_MAX) > RL_NAME_MAX)
+        return RL_ENAME;
+    if (m->weight < 1 || m->weight > RL_WEIGHT_MAX)
+        return RL_EWEIGHT;
+    return 0;
+}
+
+int rl__points_push(rl__points *pts, uint64_t pos, uint32_t node, uint32_t vnode)
+{
+    if (pts->len == pts->cap) {
+        if (pts->cap >= RL_POINTS_MAX)
+            return RL_ETOOBIG;
+        size_t cap = pts->cap ? pts->cap * 2 : 1024;
+        if (cap > RL_POINTS_MAX)
+            cap = RL_POINTS_MAX;
+        rl__point *v = realloc(pts->v, cap * sizeof *v);
+        if (!v)
+            return RL_ENOMEM;
+        pts->v = v;
+        pts->cap = cap;
+    }
+    pts->v[pts->len++] = (rl__point){.pos = pos, .node = node, .vnode = vnode};
+    return 0;
+}
+
+uint64_t rl__label_hash(const rl_ring_t *r, const void *data, size_t len)
+{
+    uint64_t h = r->hash ? r->hash(r->hash_ctx, data, len) : r->profile->label_hash(data, len);
+    return h & r->mask;
+}
+
+/* Generic labels "<name><sep><i>" for i in 0 .. weight * vnodes - 1, one point each. */
+static int emit_generic(const rl_ring_t *r, rl__points *out)
+{
+    char label[RL_NAME_MAX + 32];
+    for (uint32_t n = 0; n < r->n_nodes; n++) {
+        const rl__node *node = &r->nodes[n];
+        uint64_t count = (uint64_t)node->weight * r->vnodes;
+        for (uint64_t i = 0; i < count; i++) {
+            int len = snprintf(label, sizeof label, "%s%s%llu", node->name, r->profile->label_sep,
+                               (unsigned long long)i);
+            int rc = rl__points_push(out, rl__label_hash(r, label, (size_t)len), n, (uint32_t)i);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+/* The sort key of a point: position, then the profile's tie order, then vnode index. */
+typedef struct sort_point {
+    uint64_t pos;
+    uint32_t tie;
+    uint32_t vnode;
+    uint32_t node;
+} sort_point;
+
+static int cmp_sort_point(const void *pa, const void *pb)
+{
+    const sort_point *a = pa, *b = pb;
+    if (a->pos != b->pos)
+        return a->pos < b->pos ? -1 : 1;
+    if (a->tie != b->tie)
+        return a->tie < b->tie ? -1 : 1;
+    return (a->vnode > b->vnode) - (a->vnode < b->vnode);
+}
+
+static int cmp_str_ptr(const void *pa, const void *pb)
+{
+    return strcmp(*(char *const *)pa, *(char *const *)pb);
+}
+
+/* A name and its node index, so names sort without global state (builds run on any thread). */
+typedef struct named_index {
+    const char *name;
+    uint32_t node;
+} named_index;
+
+static int cmp_named_index(const void *pa, const void *pb)
+{
+    return strcmp(((const named_index *)pa)->name, ((const named_index *)pb)->name);
+}
+
+/* Sorts node indices by name (for rl_ring_find and ties), rejecting duplicates. */
+static int index_names(rl_ring_t *r)
+{
+    size_t n = r->n_nodes ? r->n_nodes : 1;
+    named_index *sorted = malloc(n * sizeof *sorted);
+    r->by_name = malloc(n * sizeof *r->by_name);
+    if (!sorted || !r->by_name) {
+        free(sorted);
+        return RL_ENOMEM;
+    }
+    for (uint32_t i = 0; i < r->n_nodes; i++)
+        sorted[i] = (named_index){r->nodes[i].name, i};
+    qsort(sorted, r->n_nodes, sizeof *sorted, cmp_named_index);
+    int rc = 0;
+    for (size_t i = 0; i < r->n_nodes; i++) {
+        if (i > 0 && strcmp(sorted[i - 1].name, sorted[i].name) == 0)
+            rc = RL_EDUPNAME;
+        r->by_name[i] = sorted[i].node;
+    }
+    free(sorted);
+    return rc;
+}
+
+/* Dense zone ids: 0 for "no zone", then one per distinct zone name (in name order). */
+static int index_zones(rl_ring_t *r)
+{
+    char **zones = malloc((r->n_nodes ? r->n_nodes : 1) * sizeof *zones);
+    if (!zones)
+        return RL_ENOMEM;
+    size_t nz = 0;
+    for (size_t i = 0; i < r->n_nodes; i++)
+        if (r->nodes[i].zone)
+            zones[nz++] = r->nodes[i].zone;
+    qsort(zones, nz, sizeof *zones, cmp_str_ptr);
+    size_t distinct = 0;
+    for (size_t i = 0; i < nz; i++)
+        if (distinct == 0 || strcmp(zones[distinct - 1], zones[i]) != 0)
+            zones[distinct++] = zones[i];
+    for (size_t i = 0; i < r->n_nodes; i++) {
+        r->nodes[i].zone_id = 0;
+        if (!r->nodes[i].zone)
+            continue;
+        size_t lo = 0, hi = distinct;
+        while (lo < hi) { /* the zone is present, so this finds it */
+            size_t mid = lo + (hi - lo) / 2;
+            if (strcmp(zones[mid], r->nodes[i].zone) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        r->nodes[i].zone_id = (uint32_t)lo + 1;
+    }
+    r->n_zones = (uint32_t)distinct + 1;
+    free(zones);
+    return 0;
+}
+
+static int place_points(rl_ring_t *r)
+{
+    rl__points pts = {0};
+    int rc = r->profile->emit ? r->profile->emit(r, &pts) : emit_generic(r, &pts);
+    if (rc) {
+        free(pts.v);
+        return rc;
+    }
+
+    uint32_t *rank = NULL;
+    sort_point *sp = malloc((pts.len ? pts.len : 1) * sizeof *sp);
+    if (r->profile->tie == RL__TIE_NAME) {
+        rank = malloc((r->n_nodes ? r->n_nodes : 1) * sizeof *rank);
+        if (rank)
+            for (uint32_t i = 0; i < r->n_nodes; i++)
+                rank[r->by_name[i]] = i;
+    }
+    r->pos = malloc((pts.len ? pts.len : 1) * sizeof *r->pos);
+    r->owner = malloc((pts.len ? pts.len : 1) * sizeof *r->owner);
+    if (!sp || !r->pos || !r->owner || (r->profile->tie == RL__TIE_NAME && !rank)) {
+        free(sp);
+        free(rank);
+        free(pts.v);
+        return RL_ENOMEM;
+    }
+
+    for (size_t i = 0; i < pts.len; i++) {
+        const rl__point *p = &pts.v[i];
+        uint32_t tie = p->node;
+        if (r->profile->tie == RL__TIE_NAME)
+            tie = rank[p->node];
+        else if (r->profile->tie == RL__TIE_LATER_WINS)
+            tie = UINT32_MAX - p->node;
+        sp[i] = (sort_point){.pos = p->pos, .tie = tie, .vnode = p->vnode, .node = p->node};
+    }
+    free(pts.v);
+    free(rank);
+    qsort(sp, pts.len, sizeof *sp, cmp_sort_point);
+    for (size_t i = 0; i < pts.len; i++) {
+        r->pos[i] = sp[i].pos;
+        r->owner[i] = sp[i].node;
+    }
+    r->n_points = pts.len;
+    free(sp);
+    return 0;
+}
+
+void rl_ring_free(rl_ring_t *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n_nodes; i++) {
+        free(r->nodes[i].name);
+        free(r->nodes[i].zone);
+    }
+    free(r->nodes);
+    free(r->by_name);
+    free(r->pos);
+    free(r->owner);
+    free(r);
+}
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+int rl_ring_build(const rl_member *members, size_t count, const rl_ring_options *opts,
+                  rl_ring_t **out)
+{
+    if (!out)
+        return RL_EINVAL;
+    *out = NULL;
+    if (!members && count)
+        return RL_EINVAL;
+
+    rl_ring_options defaults;
+    rl_ring_options_init(&defaults);
+    if (!opts)
+        opts = &defaults;
+    const rl__profile *profile = rl__profile_find(opts->profile);
+    if (!profile)
+        return RL_EPROFILE;
+    uint32_t vnodes = opts->vnodes == RL_VNODES_PROFILE ? profile->info.default_vnodes
+                                                        : opts->vnodes;
+    if (vnodes < 1 || vnodes > RL_VNODES_MAX)
+        return RL_EVNODES;
+    if (count > RL_MEMBERS_MAX)
+        return RL_ETOOBIG;
+
+    uint64_t total = 0;
+    for (size_t i = 0; i < count; i++) {
+        int rc = rl__check_member(&members[i]);
+        if (rc)
+            return rc;
+        total += (uint64_t)members[i].weight * vnodes;
+    }
+    if (!profile->emit && total > RL_POINTS_MAX)
+        return RL_ETOOBIG;
+
+    rl_ring_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return RL_ENOMEM;
+    r->profile = profile;
+    r->vnodes = vnodes;
+    r->hash = opts->hash;
+    r->hash_ctx = opts->hash_ctx;
+    r->mask = profile->info.bits == 64 ? UINT64_MAX : (UINT64_C(1) << profile->info.bits) - 1;
+    r->nodes = calloc(count ? count : 1, sizeof *r->nodes);
+    if (!r->nodes) {
+        free(r);
+        return RL_ENOMEM;
+    }
+    r->n_nodes = count;
+    int rc = 0;
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        rl__node *n = &r->nodes[i];
+        n->name = dup_str(members[i].name);
+        n->name_len = n->name ? (uint32_t)strlen(n->name) : 0;
+        n->weight = members[i].weight;
+        if (members[i].zone && members[i].zone[0])
+            n->zone = dup_str(members[i].zone);
+        if (!n->name || (members[i].zone && members[i].zone[0] && !n->zone))
+            rc = RL_ENOMEM;
+    }
+    if (rc == 0)
+        rc = index_names(r);
+    if (rc == 0)
+        rc = index_zones(r);
+    if (rc == 0)
+        rc = place_points(r);
+    if (rc) {
+        rl_ring_free(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+/* The members of r as an rl_member array, with room for one more at the end. */
+static rl_member *members_of(const rl_ring_t *r)
+{
+    rl_member *m = malloc((r->n_nodes + 1) * sizeof *m);
+    if (!m)
+        return NULL;
+    for (size_t i = 0; i < r->n_nodes; i++)
+        m[i] = (rl_member){r->nodes[i].name, r->nodes[i].weight, r->nodes[i].zone};
+    return m;
+}
+
+static int rebuild(const rl_ring_t *r, const rl_member *m, size_t count, rl_ring_t **out)
+{
+    rl_ring_options opts = {.profile = r->profile->info.name,
+                            .vnodes = r->vnodes,
+                            .hash = r->hash,
+                            .hash_ctx = r->hash_ctx};
+    return rl_ring_build(m, count, &opts, out);
+}
+
+int rl_ring_add(const rl_ring_t *r, const rl_member *member, rl_ring_t **out)
+{
+    if (!out)
+        return RL_EINVAL;
+    *out = NULL;
+    if (!r || !member)
+        return RL_EINVAL;
+    int rc = rl__check_member(member);
+    if (rc)
+        return rc;
+    rl_member *m = members_of(r);
+    if (!m)
+        return RL_ENOMEM;
+    uint32_t existing;
+    size_t count = r->n_nodes;
+    if (rl_ring_find(r, member->name, &existing) != 0)
+        m[count++] = *member;
+    rc = rebuild(r, m, count, out);
+    free(m);
+    return rc;
+}
+
+int rl_ring_remove(const rl_ring_t *r, const char *name, rl_ring_t **out)
+{
+    if (!out)
+        return RL_EINVAL;
+    *out = NULL;
+    if (!r || !name)
+        return RL_EINVAL;
+    rl_member *m = members_of(r);
+    if (!m)
+        return RL_ENOMEM;
+    uint32_t gone;
+    size_t count = r->n_nodes;
+    if (rl_ring_find(r, name, &gone) == 0) {
+        memmove(&m[gone], &m[gone + 1], (count - gone - 1) * sizeof *m);
+        count--;
+    }
+    int rc = rebuild(r, m, count, out);
+    free(m);
+    return rc;
+}
+
+size_t rl_ring_member_count(const rl_ring_t *r)
+{
+    return r ? r->n_nodes : 0;
+}
+
+size_t rl_ring_point_count(const rl_ring_t *r)
+{
+    return r ? r->n_points : 0;
+}
+
+const char *rl_ring_profile(const rl_ring_t *r)
+{
+    return r ? r->profile->info.name : NULL;
+}
+
+uint32_t rl_ring_vnodes(const rl_ring_t *r)
+{
+    return r ? r->vnodes : 0;
+}
+
+unsigned rl_ring_hash_bits(const rl_ring_t *r)
+{
+    return r ? r->profile->info.bits : 0;
+}
+
+int rl_ring_member(const rl_ring_t *r, uint32_t node, rl_member *out)
+{
+    if (!r || !out)
+        return RL_EINVAL;
+    if (node >= r->n_nodes)
+        return RL_ERANGE;
+    const rl__node *n = &r->nodes[node];
+    *out = (rl_member){n->name, n->weight, n->zone};
+    return 0;
+}
+
+const char *rl_ring_node_name(const rl_ring_t *r, uint32_t node)
+{
+    return r && node < r->n_nodes ? r->nodes[node].name : NULL;
+}
+
+int rl_ring_find(const rl_ring_t *r, const char *name, uint32_t *node)
+{
+    if (!r || !name || !node)
+        return RL_EINVAL;
+    size_t lo = 0, hi = r->n_nodes;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(r->nodes[r->by_name[mid]].name, name);
+        if (c == 0) {
+            *node = r->by_name[mid];
+            return 0;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return RL_ENOENT;
+}
+
+int rl_ring_point(const rl_ring_t *r, size_t i, uint64_t *position, uint32_t *node)
+{
+    if (!r)
+        return RL_EINVAL;
+    if (i >= r->n_points)
+        return RL_ERANGE;
+    if (position)
+        *position = r->pos[i];
+    if (node)
+        *node = r->owner[i];
+    return 0;
+}

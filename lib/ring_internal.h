@@ -1,0 +1,89 @@
+/* Internals shared by the ring's source files. Not installed. */
+#ifndef RINGLANE_RING_INTERNAL_H
+#define RINGLANE_RING_INTERNAL_H
+
+#include "ringlane/profile.h"
+#include "ringlane/ring.h"
+
+#include <stdbool.h>
+
+struct rl_ring;
+
+/* Which point answers a position. */
+enum rl__successor {
+    RL__SUCC_GE, /* first point >= hash (lower_bound), wrap */
+    RL__SUCC_GT, /* first point >  hash (upper_bound / bisect_right), wrap */
+};
+
+/* The order of points at the same position; the first one owns the position. */
+enum rl__tie {
+    RL__TIE_NAME,       /* smaller member name first, then smaller vnode index */
+    RL__TIE_ORDER,      /* earlier-added member first (ketama) */
+    RL__TIE_LATER_WINS, /* later-added member first (groupcache's map overwrite) */
+};
+
+/* A point while the ring is being built. */
+typedef struct rl__point {
+    uint64_t pos;
+    uint32_t node;
+    uint32_t vnode;
+} rl__point;
+
+typedef struct rl__points {
+    rl__point *v;
+    size_t len, cap;
+} rl__points;
+
+/* Appends one point; RL_ETOOBIG past RL_POINTS_MAX, RL_ENOMEM. */
+int rl__points_push(rl__points *pts, uint64_t pos, uint32_t node, uint32_t vnode);
+
+/* Hashes a vnode label or key: the caller's override if set, else the profile's label hash,
+ * masked to the ring width. */
+uint64_t rl__label_hash(const struct rl_ring *r, const void *data, size_t len);
+
+typedef struct rl__profile {
+    rl_profile_info info;
+    enum rl__successor successor;
+    enum rl__tie tie;
+    const char *label_sep; /* generic labels are "<name><sep><i>" */
+    uint64_t (*label_hash)(const void *data, size_t len);
+    /* Key to position; NULL means label_hash. May fail with RL_EBADKEY. */
+    int (*key_hash)(const void *key, size_t len, uint64_t *out);
+    /* Emits all points; NULL means the generic labels, weight * vnodes per member. */
+    int (*emit)(const struct rl_ring *r, rl__points *out);
+} rl__profile;
+
+const rl__profile *rl__profile_find(const char *name);
+
+typedef struct rl__node {
+    char *name;
+    char *zone; /* NULL when none */
+    uint32_t name_len;
+    uint32_t weight;
+    uint32_t zone_id; /* dense id of the zone; members without a zone share id 0 */
+} rl__node;
+
+struct rl_ring {
+    const rl__profile *profile;
+    uint32_t vnodes;
+    rl_hash_fn hash; /* caller override, or NULL */
+    void *hash_ctx;
+    uint64_t mask; /* ring width: 2^bits - 1 */
+
+    size_t n_nodes;
+    rl__node *nodes;
+    uint32_t *by_name; /* node indices sorted by name, for rl_ring_find */
+    uint32_t n_zones;
+
+    size_t n_points;
+    uint64_t *pos;   /* sorted positions */
+    uint32_t *owner; /* owner[i] is the node of pos[i] */
+};
+
+/* Index of the point that owns `hash` (n_points must be > 0). */
+size_t rl__successor(const struct rl_ring *r, uint64_t hash);
+
+/* Validates a member as rl_ring_build does. */
+int rl__check_member(const rl_member *m);
+
+#endif

@@ -1,0 +1,54 @@
+/* Balance statistics: how much of the ring each member owns. */
+#include "ring_internal.h"
+#include "ringlane/error.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* The positions point i answers for: (pos[i-1], pos[i]] under ">=", [pos[i-1], pos[i]) under
+ * ">", the same length either way; point 0 takes the wrap-around arc. */
+static double arc_of(const rl_ring_t *r, size_t i)
+{
+    double width = (double)r->mask + 1.0;
+    if (r->pos[0] == r->pos[r->n_points - 1])
+        return i == 0 ? width : 0.0; /* every point at one position: the first owns it all */
+    if (i > 0)
+        return (double)(r->pos[i] - r->pos[i - 1]);
+    return (double)((r->pos[0] - r->pos[r->n_points - 1]) & r->mask);
+}
+
+int rl_ring_stats_get(const rl_ring_t *r, rl_ring_stats *out, double *shares)
+{
+    if (!r || !out)
+        return RL_EINVAL;
+    if (r->n_points == 0)
+        return RL_EEMPTY;
+    double *share = shares ? shares : calloc(r->n_nodes, sizeof *share);
+    if (!share)
+        return RL_ENOMEM;
+    for (size_t i = 0; i < r->n_nodes; i++)
+        share[i] = 0.0;
+
+    double width = (double)r->mask + 1.0;
+    double mean_gap = width / (double)r->n_points, sq = 0.0;
+    for (size_t i = 0; i < r->n_points; i++) {
+        double arc = arc_of(r, i);
+        share[r->owner[i]] += arc / width;
+        sq += (arc - mean_gap) * (arc - mean_gap);
+    }
+
+    out->members = r->n_nodes;
+    out->points = r->n_points;
+    out->min_share = out->max_share = share[0];
+    for (size_t i = 1; i < r->n_nodes; i++) {
+        if (share[i] < out->min_share)
+            out->min_share = share[i];
+        if (share[i] > out->max_share)
+            out->max_share = share[i];
+    }
+    out->max_mean_share = out->max_share * (double)r->n_nodes;
+    out->gap_cv = sqrt(sq / (double)r->n_points) / mean_gap;
+    if (!shares)
+        free(share);
+    return 0;
+}

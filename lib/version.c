@@ -1,0 +1,6 @@
+#include "ringlane/version.h"
+
+const char *rl_version_string(void)
+{
+    return RL_VERSION_STRING;
+}

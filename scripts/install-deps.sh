@@ -1,0 +1,42 @@
+#!/bin/sh
+# Installs the Debian packages ringlane needs that are missing, and says which. Needs root (or
+# sudo). Usage: scripts/install-deps.sh [GROUP...]; groups: build (default: everything that
+# `make test` and `make demo` need), bench, format.
+set -eu
+
+build="cmake make gcc pkg-config libxxhash-dev libcmocka-dev"
+bench="valgrind"
+format="clang-format"
+
+groups="${*:-build}"
+want=""
+for g in $groups; do
+  case "$g" in
+    build) want="$want $build" ;;
+    bench) want="$want $build $bench" ;;
+    format) want="$want $format" ;;
+    *) echo "install-deps: unknown group '$g' (build, bench, format)" >&2; exit 2 ;;
+  esac
+done
+
+missing=""
+for p in $want; do
+  case " $missing " in *" $p "*) continue ;; esac
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing="$missing $p"
+  fi
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -eq 0 ]; then
+  sudo=""
+elif command -v sudo >/dev/null 2>&1; then
+  sudo="sudo"
+else
+  echo "install-deps: missing packages:$missing (run as root, or install them)" >&2
+  exit 1
+fi
+echo "install-deps: installing:$missing"
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+# shellcheck disable=SC2086
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing

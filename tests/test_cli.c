@@ -1,0 +1,378 @@
+/* The ringlane CLI's contract, checked by running the real binary (RINGLANE_CLI). */
+#define _POSIX_C_SOURCE 200809L
+#include "test_util.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct run_result {
+    char *out;
+    size_t out_len;
+    char *err;
+    int status;
+} run_result;
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (cap - n - 1 == 0)
+            buf = realloc(buf, cap *= 2);
+    }
+    buf[n] = 0;
+    fclose(f);
+    if (len)
+        *len = n;
+    return buf;
+}
+
+/* Runs "ringlane <args>" with `input` on stdin. */
+static run_result run(const char *args, const char *input)
+{
+    const char *cli = getenv("RINGLANE_CLI");
+    assert_non_null(cli);
+    char in[] = "/tmp/rl_cli_in_XXXXXX", out[] = "/tmp/rl_cli_out_XXXXXX",
+         err[] = "/tmp/rl_cli_err_XXXXXX";
+    int fi = mkstemp(in), fo = mkstemp(out), fe = mkstemp(err);
+    assert_true(fi >= 0 && fo >= 0 && fe >= 0);
+    size_t n = strlen(input);
+    assert_int_equal(write(fi, input, n), (ssize_t)n);
+    close(fi);
+    close(fo);
+    close(fe);
+    char *cmd = malloc(strlen(cli) + strlen(args) + 200);
+    sprintf(cmd, "'%s' %s <%s >%s 2>%s", cli, args, in, out, err);
+    int status = system(cmd);
+    free(cmd);
+    run_result r;
+    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(out, &r.out_len);
+    r.err = slurp(err, NULL);
+    unlink(in);
+    unlink(out);
+    unlink(err);
+    return r;
+}
+
+static void run_free(run_result *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+static void route_prints_key_tab_node(void **state)
+{
+    (void)state;
+    const char *names[] = {"a", "b", "c"};
+    rl_ring_t *ring = test_ring("default", 160, names, 3);
+    char input[4096] = "", want[8192] = "";
+    for (int i = 0; i < 100; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "user%d", i);
+        strcat(input, key);
+        strcat(input, "\n");
+        sprintf(want + strlen(want), "%s\t%s\n", key, test_owner(ring, key));
+    }
+    run_result r = run("route --nodes a,b,c", input);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, want);
+    run_free(&r);
+    rl_ring_free(ring);
+}
+
+static void route_keys_are_exact_bytes(void **state)
+{
+    (void)state;
+    /* An empty line is the empty key; the last line needs no newline. */
+    const char *names[] = {"a", "b", "c"};
+    rl_ring_t *ring = test_ring("ds09", 160, names, 3);
+    run_result r = run("route --profile ds09 --nodes a,b,c", "\nlast");
+    char want[256];
+    sprintf(want, "\t%s\nlast\t%s\n", test_owner(ring, ""), test_owner(ring, "last"));
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, want);
+    run_free(&r);
+    rl_ring_free(ring);
+}
+
+static void route_weights_profiles_vnodes(void **state)
+{
+    (void)state;
+    rl_member m[] = {{"a", 1, NULL}, {"b", 2, NULL}, {"c", 1, NULL}};
+    rl_ring_options o = {.profile = "xmur3", .vnodes = 7};
+    rl_ring_t *ring;
+    assert_rl_ok(rl_ring_build(m, 3, &o, &ring));
+    run_result r = run("route --profile xmur3 --vnodes 7 --nodes a,b=2,c", "k1\nk2\nk3\n");
+    char want[256];
+    sprintf(want, "k1\t%s\nk2\t%s\nk3\t%s\n", test_owner(ring, "k1"), test_owner(ring, "k2"),
+            test_owner(ring, "k3"));
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, want);
+    run_free(&r);
+    rl_ring_free(ring);
+
+    /* seed 003 through the CLI, default vnodes 3 for xmur3 */
+    r = run("route --profile xmur3 --nodes A,B,C", "k1\nk2\nk3\nk207\n");
+    assert_string_equal(r.out, "k1\tC\nk2\tA\nk3\tC\nk207\tB\n");
+    run_free(&r);
+}
+
+static void route_replicas(void **state)
+{
+    (void)state;
+    const char *names[] = {"a", "b", "c", "d"};
+    rl_ring_t *ring = test_ring("default", 160, names, 4);
+    uint32_t list[4];
+    size_t got;
+    assert_rl_ok(rl_ring_replicas(ring, "key", 3, list, 3, &got));
+    char want[64];
+    sprintf(want, "key\t%s,%s,%s\n", rl_ring_node_name(ring, list[0]),
+            rl_ring_node_name(ring, list[1]), rl_ring_node_name(ring, list[2]));
+    run_result r = run("route --nodes a,b,c,d --replicas 3", "key\n");
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, want);
+    run_free(&r);
+    r = run("route --nodes a,b --replicas 5", "key\n"); /* capped at the member count */
+    assert_int_equal(r.status, 0);
+    assert_true(strcmp(r.out, "key\ta,b\n") == 0 || strcmp(r.out, "key\tb,a\n") == 0);
+    run_free(&r);
+    r = run("route --nodes a,b,c,d --replicas 2 --zones a=x,b=x,c=x,d=y", "key\n");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "d")); /* the only node in zone y is always second or first */
+    run_free(&r);
+    rl_ring_free(ring);
+}
+
+static void route_bounded_places_in_order(void **state)
+{
+    (void)state;
+    const char *names[] = {"a", "b", "c"};
+    rl_ring_t *ring = test_ring("default", 160, names, 3);
+    uint64_t loads[3] = {0};
+    uint32_t a;
+    assert_rl_ok(rl_ring_find(ring, "a", &a));
+    loads[a] = 5;
+    char want[1024] = "";
+    for (int i = 0; i < 20; i++) {
+        uint32_t n;
+        assert_rl_ok(rl_ring_lookup_bounded(ring, "hot", 3, loads, 1.25, &n));
+        loads[n]++;
+        sprintf(want + strlen(want), "hot\t%s\n", rl_ring_node_name(ring, n));
+    }
+    char input[256] = "";
+    for (int i = 0; i < 20; i++)
+        strcat(input, "hot\n");
+    run_result r = run("route --nodes a,b,c --bounded 1.25 --loads a=5", input);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, want);
+    run_free(&r);
+    rl_ring_free(ring);
+}
+
+static void route_partitions_shortcut(void **state)
+{
+    (void)state;
+    const char *input = "order-1\norder-2\norder-3\ncustomer-77\n";
+    run_result a = run("route --partitions 6", input);
+    run_result b = run("route --nodes 0,1,2,3,4,5", input);
+    assert_int_equal(a.status, 0);
+    assert_string_equal(a.out, b.out);
+    run_free(&a);
+    run_free(&b);
+}
+
+static void route_bad_keys_are_reported_and_skipped(void **state)
+{
+    (void)state;
+    run_result r = run("route --profile turnstone --nodes n1", "a3f1\nnot-hex\nffff00\n");
+    assert_int_equal(r.status, 1);
+    assert_string_equal(r.out, "a3f1\tn1\nffff00\tn1\n");
+    assert_non_null(strstr(r.err, "line 2"));
+    assert_int_equal(count_lines(r.err), 1);
+    run_free(&r);
+}
+
+static void diff_counts_moves(void **state)
+{
+    (void)state;
+    const char *from[] = {"a", "b", "c"}, *to[] = {"a", "b", "c", "d"};
+    rl_ring_t *ra = test_ring("default", 160, from, 3), *rb = test_ring("default", 160, to, 4);
+    char *input = malloc(20000);
+    input[0] = 0;
+    int moved = 0;
+    for (int i = 0; i < 1000; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "user%d", i);
+        strcat(input, key);
+        strcat(input, "\n");
+        moved += strcmp(test_owner(ra, key), test_owner(rb, key)) != 0;
+    }
+    run_result r = run("diff --from a,b,c --to a,b,c,d", input);
+    assert_int_equal(r.status, 0);
+    char head[64];
+    sprintf(head, "moved %d of 1000\n", moved);
+    assert_memory_equal(r.out, head, strlen(head));
+    /* Rows: every move goes to d, so at most three rows, and their counts add up. */
+    int sum = 0, rows = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(r.out + strlen(head), "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
+        char old[16], new_[16];
+        int count;
+        assert_int_equal(sscanf(line, "%15[^\t]\t%15[^\t]\t%d", old, new_, &count), 3);
+        assert_string_equal(new_, "d");
+        sum += count;
+        rows++;
+    }
+    assert_int_equal(sum, moved);
+    assert_true(rows >= 1 && rows <= 3);
+    run_free(&r);
+    free(input);
+    rl_ring_free(ra);
+    rl_ring_free(rb);
+}
+
+static void table_and_stats(void **state)
+{
+    (void)state;
+    run_result r = run("table --profile turnstone --nodes n1,n2", "");
+    assert_int_equal(r.status, 0);
+    assert_int_equal(count_lines(r.out), 65536);
+    assert_memory_equal(r.out, "0\tn2\n", 5); /* gen_turnstone.py: bucket 0 belongs to n2 */
+    run_free(&r);
+    r = run("table --profile default --nodes n1,n2", "");
+    assert_int_equal(r.status, 2);
+    assert_int_equal(count_lines(r.err), 1);
+    run_free(&r);
+
+    r = run("stats --profile ds09 --nodes a,b,c,d", "");
+    assert_int_equal(r.status, 0);
+    double share, sum = 0, cv, mm;
+    char name[16];
+    char *p = r.out;
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(sscanf(p, "%15[^\t]\t%lf\n", name, &share), 2);
+        sum += share;
+        p = strchr(p, '\n') + 1;
+    }
+    assert_true(sum > 0.9999 && sum < 1.0001);
+    assert_int_equal(sscanf(p, "points\t640\ngap_cv\t%lf\nmax/mean\t%lf\n", &cv, &mm), 2);
+    assert_true(cv > 0.5 && mm >= 1.0);
+    run_free(&r);
+}
+
+static void hash_command(void **state)
+{
+    (void)state;
+    run_result r = run("hash --hash fnv1a32 foobar ''", "");
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "3214735720\n2166136261\n");
+    run_free(&r);
+    r = run("hash --hash xmur3 k207", "");
+    assert_string_equal(r.out, "4285853574\n");
+    run_free(&r);
+    r = run("hash --hash hash64 foobar", "");
+    assert_string_equal(r.out, "4633546387131234498\n"); /* 0x404da9e3b74078c2 */
+    run_free(&r);
+    r = run("hash --hash sha1 x", "");
+    assert_int_equal(r.status, 2);
+    run_free(&r);
+}
+
+/* Each bad argument: exit 2, exactly one line on stderr, nothing on stdout. */
+static void bad_arguments(void **state)
+{
+    (void)state;
+    const char *bad[] = {
+        "",
+        "frobnicate",
+        "route",
+        "route --nodes",
+        "route --nodes ''",
+        "route --nodes a,,b",
+        "route --nodes a=0",
+        "route --nodes a=x",
+        "route --nodes a=65537",
+        "route --nodes a,b,a",
+        "route --nodes a --vnodes 0",
+        "route --nodes a --vnodes -3",
+        "route --nodes a --vnodes 65537",
+        "route --nodes a --profile nope",
+        "route --nodes a --replicas 0",
+        "route --nodes a --bounded x",
+        "route --nodes a --bounded 0",
+        "route --nodes a --bounded 1.25 --loads z=1",
+        "route --nodes a --bounded 1.25 --loads a=-1",
+        "route --nodes a --loads a=1",
+        "route --nodes a --replicas 2 --bounded 1",
+        "route --nodes a --zones a=x",
+        "route --nodes a --partitions 3",
+        "route --partitions 0",
+        "route --nodes a --frob",
+        "route --nodes a extra",
+        "diff --from a",
+        "diff --from a --to ''",
+        "table --nodes a",
+        "stats",
+        "hash --hash xxh3",
+        "hash x",
+        "profiles extra",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        run_result r = run(bad[i], "k\n");
+        if (r.status != 2 || count_lines(r.err) != 1 || r.out_len != 0)
+            fail_msg("'ringlane %s': status %d, stderr '%s', stdout '%s'", bad[i], r.status,
+                     r.err, r.out);
+        run_free(&r);
+    }
+}
+
+static void help_everywhere(void **state)
+{
+    (void)state;
+    const char *cmds[] = {"--help", "route --help", "diff --help", "table --help",
+                          "stats --help", "hash --help", "profiles --help", "route --nodes a -h"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        run_result r = run(cmds[i], "");
+        assert_int_equal(r.status, 0);
+        assert_non_null(strstr(r.out, "usage: ringlane"));
+        run_free(&r);
+    }
+    run_result r = run("profiles", "");
+    assert_int_equal(r.status, 0);
+    assert_true(count_lines(r.out) == (int)rl_profile_count());
+    assert_non_null(strstr(r.out, "turnstone"));
+    run_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(route_prints_key_tab_node),
+        cmocka_unit_test(route_keys_are_exact_bytes),
+        cmocka_unit_test(route_weights_profiles_vnodes),
+        cmocka_unit_test(route_replicas),
+        cmocka_unit_test(route_bounded_places_in_order),
+        cmocka_unit_test(route_partitions_shortcut),
+        cmocka_unit_test(route_bad_keys_are_reported_and_skipped),
+        cmocka_unit_test(diff_counts_moves),
+        cmocka_unit_test(table_and_stats),
+        cmocka_unit_test(hash_command),
+        cmocka_unit_test(bad_arguments),
+        cmocka_unit_test(help_everywhere),
+    };
+    return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
+}

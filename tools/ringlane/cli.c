@@ -1,0 +1,229 @@
+/* Argument parsing and reporting shared by the commands. */
+#define _POSIX_C_SOURCE 200809L
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void vreport(const char *cmd, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "ringlane %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(cmd, fmt, ap);
+    va_end(ap);
+    return CLI_EXIT_USAGE;
+}
+
+void cli_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(cmd, fmt, ap);
+    va_end(ap);
+}
+
+int cli_parse_u64(const char *s, unsigned long long min, unsigned long long max,
+                  unsigned long long *out)
+{
+    if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_parse_double(const char *s, double *out)
+{
+    if (!s || !*s)
+        return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || v != v)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_parse_spec(const char *cmd, const char *option, const char *text, cli_spec *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!text || !*text)
+        return cli_usage_error(cmd, "%s: expected NAME[=WEIGHT],... with at least one node",
+                               option);
+    out->buf = strdup(text);
+    size_t items = 1;
+    for (const char *p = text; *p; p++)
+        items += *p == ',';
+    out->members = calloc(items, sizeof *out->members);
+    if (!out->buf || !out->members) {
+        cli_spec_free(out);
+        return cli_usage_error(cmd, "out of memory");
+    }
+    char *p = out->buf;
+    for (size_t i = 0; i < items; i++) {
+        char *item = p;
+        char *comma = strchr(p, ',');
+        if (comma) {
+            *comma = 0;
+            p = comma + 1;
+        }
+        char *eq = strchr(item, '=');
+        unsigned long long w = 1;
+        if (eq) {
+            *eq = 0;
+            if (cli_parse_u64(eq + 1, 1, RL_WEIGHT_MAX, &w) != 0) {
+                int rc = cli_usage_error(cmd, "%s: node '%s': weight must be an integer 1..%u",
+                                         option, item, RL_WEIGHT_MAX);
+                cli_spec_free(out);
+                return rc;
+            }
+        }
+        size_t n = strlen(item);
+        if (n == 0 || n > RL_NAME_MAX) {
+            int rc = cli_usage_error(cmd, "%s: item %zu: a node name must be 1..%u bytes", option,
+                                     i + 1, RL_NAME_MAX);
+            cli_spec_free(out);
+            return rc;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(out->members[j].name, item) == 0) {
+                int rc = cli_usage_error(cmd, "%s: node '%s' appears twice", option, item);
+                cli_spec_free(out);
+                return rc;
+            }
+        }
+        out->members[i] = (rl_member){.name = item, .weight = (uint32_t)w};
+    }
+    out->count = items;
+    return 0;
+}
+
+void cli_spec_free(cli_spec *spec)
+{
+    free(spec->buf);
+    free(spec->members);
+    memset(spec, 0, sizeof *spec);
+}
+
+int cli_check_profile(const char *cmd, const char *profile)
+{
+    if (profile && !rl_profile_find(profile)) {
+        char names[256] = "";
+        for (size_t i = 0; i < rl_profile_count(); i++) {
+            strncat(names, i ? ", " : "", sizeof names - strlen(names) - 1);
+            strncat(names, rl_profile_at(i)->name, sizeof names - strlen(names) - 1);
+        }
+        return cli_usage_error(cmd, "--profile: unknown profile '%s' (one of: %s)", profile,
+                               names);
+    }
+    return 0;
+}
+
+int cli_parse_vnodes(const char *cmd, const char *text, uint32_t *out)
+{
+    unsigned long long v;
+    if (!text) {
+        *out = RL_VNODES_PROFILE;
+        return 0;
+    }
+    if (cli_parse_u64(text, 1, RL_VNODES_MAX, &v) != 0)
+        return cli_usage_error(cmd, "--vnodes: expected an integer 1..%u, got '%s'",
+                               RL_VNODES_MAX, text);
+    *out = (uint32_t)v;
+    return 0;
+}
+
+int cli_build_ring(const char *cmd, const char *profile, uint32_t vnodes, const cli_spec *spec,
+                   rl_ring_t **out)
+{
+    rl_ring_options o;
+    rl_ring_options_init(&o);
+    o.profile = profile;
+    o.vnodes = vnodes;
+    int rc = rl_ring_build(spec->members, spec->count, &o, out);
+    if (rc == RL_ETOOBIG)
+        return cli_usage_error(cmd, "the ring would have more than %u points: lower --vnodes or "
+                                    "the weights", RL_POINTS_MAX), rc;
+    if (rc)
+        return cli_usage_error(cmd, "cannot build the ring: %s", rl_strerror(rc)), rc;
+    return 0;
+}
+
+ssize_t cli_next_key(FILE *f, char **buf, size_t *cap)
+{
+    ssize_t n = getline(buf, cap, f);
+    if (n < 0)
+        return -1;
+    if (n > 0 && (*buf)[n - 1] == '\n')
+        (*buf)[--n] = 0;
+    return n;
+}
+
+void cli_print_key(const char *key, size_t len)
+{
+    fwrite(key, 1, len, stdout);
+    fputc('\t', stdout);
+}
+
+int cli_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return 1;
+    return 0;
+}
+
+int cli_parse_opts(const char *cmd, int argc, char **argv, cli_opt *opts, char **rest,
+                   int *nrest)
+{
+    int positional_only = 0;
+    *nrest = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (positional_only || arg[0] != '-' || strcmp(arg, "-") == 0) {
+            if (!rest)
+                return cli_usage_error(cmd, "unexpected argument '%s' (see --help)", arg);
+            rest[(*nrest)++] = argv[i];
+            continue;
+        }
+        if (strcmp(arg, "--") == 0) {
+            positional_only = 1;
+            continue;
+        }
+        const char *eq = strchr(arg, '=');
+        size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
+        cli_opt *o = opts;
+        while (o->name && !(strlen(o->name) == name_len && strncmp(o->name, arg, name_len) == 0))
+            o++;
+        if (!o->name)
+            return cli_usage_error(cmd, "unknown option '%.*s' (see --help)", (int)name_len, arg);
+        if (!o->value) {
+            if (eq)
+                return cli_usage_error(cmd, "%s takes no value", o->name);
+            *o->flag = 1;
+            continue;
+        }
+        if (eq) {
+            *o->value = eq + 1;
+        } else {
+            if (i + 1 >= argc)
+                return cli_usage_error(cmd, "%s needs a value (see --help)", o->name);
+            *o->value = argv[++i];
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,74 @@
+/* Shared pieces of the ringlane command-line tool. */
+#ifndef RINGLANE_CLI_H
+#define RINGLANE_CLI_H
+
+#include "ringlane/ringlane.h"
+
+#include <stdio.h>
+#include <sys/types.h>
+
+#define CLI_EXIT_FAILURE 1 /* the job ran into bad data (a key the profile cannot route) */
+#define CLI_EXIT_USAGE 2   /* a bad argument: nothing was done */
+
+/* A parsed node SPEC: "a,b=2,c". Names point into `buf`. */
+typedef struct cli_spec {
+    char *buf;
+    rl_member *members;
+    size_t count;
+} cli_spec;
+
+/* Prints "ringlane <cmd>: <message>" to stderr and returns CLI_EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prints "ringlane <cmd>: <message>" to stderr (for errors while running). */
+void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Parses a decimal integer in [min, max] with nothing after it. Returns 0 or -1. */
+int cli_parse_u64(const char *s, unsigned long long min, unsigned long long max,
+                  unsigned long long *out);
+int cli_parse_double(const char *s, double *out);
+
+/* Parses a SPEC; on error prints a message naming the bad item and returns CLI_EXIT_USAGE. */
+int cli_parse_spec(const char *cmd, const char *option, const char *text, cli_spec *out);
+void cli_spec_free(cli_spec *spec);
+
+/* Builds a ring; on error prints why (naming the member where one is at fault). */
+int cli_build_ring(const char *cmd, const char *profile, uint32_t vnodes, const cli_spec *spec,
+                   rl_ring_t **out);
+
+/* Parses --vnodes V (or RL_VNODES_PROFILE when text is NULL). */
+int cli_parse_vnodes(const char *cmd, const char *text, uint32_t *out);
+
+/* Checks --profile P names a known profile (NULL is "default"). */
+int cli_check_profile(const char *cmd, const char *profile);
+
+/* Reads the next key (a line without its newline) from f. Returns its length, or -1 at EOF. */
+ssize_t cli_next_key(FILE *f, char **buf, size_t *cap);
+
+/* Writes "<key>\t" to stdout. */
+void cli_print_key(const char *key, size_t len);
+
+/* The commands. argv[0] is the command's name. */
+int cmd_route(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_table(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+int cmd_hash(int argc, char **argv);
+int cmd_profiles(int argc, char **argv);
+
+/* An option: "--name VALUE" (or --name=VALUE) when value is set, else a flag. */
+typedef struct cli_opt {
+    const char *name;
+    const char **value;
+    int *flag;
+} cli_opt;
+
+/* Parses argv[1..] against opts (terminated by a {NULL} entry). Positional arguments go to
+ * rest (which must hold argc entries), or are an error when rest is NULL. */
+int cli_parse_opts(const char *cmd, int argc, char **argv, cli_opt *opts, char **rest,
+                   int *nrest);
+
+/* True when argv has -h or --help: the command prints its usage and exits 0. */
+int cli_wants_help(int argc, char **argv);
+
+#endif
