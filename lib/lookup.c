@@ -83,8 +83,8 @@ static int replica_start(const rl_ring_t *r, const void *key, size_t len, const 
     return 0;
 }
 
-int rl_ring_replicas(const rl_ring_t *r, const void *key, size_t len, uint32_t *nodes,
-                     size_t want, size_t *got)
+int rl_ring_replicas(const rl_ring_t *r, const void *key, size_t len, uint32_t *nodes, size_t want,
+                     size_t *got)
 {
     size_t start;
     int rc = replica_start(r, key, len, nodes, want, got, &start);
@@ -145,8 +145,8 @@ uint64_t rl_capacity(uint64_t placed, size_t n, double c)
     return (uint64_t)cap;
 }
 
-int rl_ring_lookup_bounded_hash(const rl_ring_t *r, uint64_t hash, const uint64_t *loads,
-                                double c, uint32_t *node)
+int rl_ring_lookup_bounded_hash(const rl_ring_t *r, uint64_t hash, const uint64_t *loads, double c,
+                                uint32_t *node)
 {
     if (!r || !loads || !node)
         return RL_EINVAL;

@@ -258,8 +258,8 @@ int rl_ring_build(const rl_member *members, size_t count, const rl_ring_options 
     const rl__profile *profile = rl__profile_find(opts->profile);
     if (!profile)
         return RL_EPROFILE;
-    uint32_t vnodes = opts->vnodes == RL_VNODES_PROFILE ? profile->info.default_vnodes
-                                                        : opts->vnodes;
+    uint32_t vnodes =
+        opts->vnodes == RL_VNODES_PROFILE ? profile->info.default_vnodes : opts->vnodes;
     if (vnodes < 1 || vnodes > RL_VNODES_MAX)
         return RL_EVNODES;
     if (count > RL_MEMBERS_MAX)

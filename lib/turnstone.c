@@ -44,8 +44,8 @@ int rl_ring_bucket_table(const rl_ring_t *r, uint32_t *out, size_t out_len)
     /* One sweep instead of 65536 searches: the owner changes only at point positions. */
     size_t next = 0;
     for (uint32_t b = 0; b < 65536; b++) {
-        while (next < r->n_points && (r->profile->successor == RL__SUCC_GT ? r->pos[next] <= b
-                                                                           : r->pos[next] < b))
+        while (next < r->n_points &&
+               (r->profile->successor == RL__SUCC_GT ? r->pos[next] <= b : r->pos[next] < b))
             next++;
         out[b] = r->owner[next == r->n_points ? 0 : next];
     }

@@ -334,8 +334,8 @@ static void bad_arguments(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         run_result r = run(bad[i], "k\n");
         if (r.status != 2 || count_lines(r.err) != 1 || r.out_len != 0)
-            fail_msg("'ringlane %s': status %d, stderr '%s', stdout '%s'", bad[i], r.status,
-                     r.err, r.out);
+            fail_msg("'ringlane %s': status %d, stderr '%s', stdout '%s'", bad[i], r.status, r.err,
+                     r.out);
         run_free(&r);
     }
 }
@@ -343,8 +343,8 @@ static void bad_arguments(void **state)
 static void help_everywhere(void **state)
 {
     (void)state;
-    const char *cmds[] = {"--help", "route --help", "diff --help", "table --help",
-                          "stats --help", "hash --help", "profiles --help", "route --nodes a -h"};
+    const char *cmds[] = {"--help",       "route --help", "diff --help",     "table --help",
+                          "stats --help", "hash --help",  "profiles --help", "route --nodes a -h"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         run_result r = run(cmds[i], "");
         assert_int_equal(r.status, 0);

@@ -138,9 +138,9 @@ static void error_names(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(fnv1a32_vectors), cmocka_unit_test(fnv1a64_vectors),
-        cmocka_unit_test(mix64_vectors),   cmocka_unit_test(hash64_vectors),
-        cmocka_unit_test(xxh3_vectors),    cmocka_unit_test(xmur3_vectors),
+        cmocka_unit_test(fnv1a32_vectors),  cmocka_unit_test(fnv1a64_vectors),
+        cmocka_unit_test(mix64_vectors),    cmocka_unit_test(hash64_vectors),
+        cmocka_unit_test(xxh3_vectors),     cmocka_unit_test(xmur3_vectors),
         cmocka_unit_test(xmur3_seed_facts), cmocka_unit_test(hash_by_name),
         cmocka_unit_test(error_names),
     };

@@ -303,16 +303,11 @@ static void turnstone_stats_count_buckets(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(build_errors),
-        cmocka_unit_test(change_errors),
-        cmocka_unit_test(lookup_errors),
-        cmocka_unit_test(inspection),
-        cmocka_unit_test(profiles_listed),
-        cmocka_unit_test(replicas_distinct_and_capped),
-        cmocka_unit_test(replicas_zoned),
-        cmocka_unit_test(weights_scale_points_and_shares),
-        cmocka_unit_test(stats_values),
-        cmocka_unit_test(turnstone_stats_count_buckets),
+        cmocka_unit_test(build_errors),    cmocka_unit_test(change_errors),
+        cmocka_unit_test(lookup_errors),   cmocka_unit_test(inspection),
+        cmocka_unit_test(profiles_listed), cmocka_unit_test(replicas_distinct_and_capped),
+        cmocka_unit_test(replicas_zoned),  cmocka_unit_test(weights_scale_points_and_shares),
+        cmocka_unit_test(stats_values),    cmocka_unit_test(turnstone_stats_count_buckets),
     };
     return cmocka_run_group_tests_name("ring_api", tests, NULL, NULL);
 }

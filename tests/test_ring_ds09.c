@@ -30,8 +30,8 @@ static rl_ring_t *table_ring(const table_entry *table, const char *const *names,
     rl_member m[8];
     for (size_t i = 0; i < n; i++)
         m[i] = (rl_member){.name = names[i], .weight = 1};
-    rl_ring_options o = {.profile = "ds09", .vnodes = vnodes, .hash = table_hash,
-                         .hash_ctx = (void *)table};
+    rl_ring_options o = {
+        .profile = "ds09", .vnodes = vnodes, .hash = table_hash, .hash_ctx = (void *)table};
     rl_ring_t *r;
     assert_rl_ok(rl_ring_build(m, n, &o, &r));
     return r;
@@ -86,7 +86,7 @@ static void capacity(void **state)
     assert_int_equal(rl_capacity(10, 4, 1.25), 4); /* ceil(3.4375) */
     assert_int_equal(rl_capacity(5, 3, 0.5), 2);   /* c < 1 acts as 1: ceil(6 / 3) */
     assert_int_equal(rl_capacity(99, 10, 2.0), 20);
-    assert_int_equal(rl_capacity(5, 3, NAN), 2);   /* NaN acts as 1 too */
+    assert_int_equal(rl_capacity(5, 3, NAN), 2);                      /* NaN acts as 1 too */
     assert_true(rl_capacity(UINT64_MAX - 1, 1, 1e300) == UINT64_MAX); /* saturates */
 }
 
@@ -185,9 +185,8 @@ static void collisions_break_ties_by_name(void **state)
 {
     (void)state;
     /* Every label at one of two positions: ties everywhere. */
-    static const table_entry t[] = {{"b#0", 50}, {"a#0", 50}, {"c#0", 50}, {"b#1", 90},
-                                    {"a#1", 90}, {"c#1", 90}, {"k", 50},   {"j", 70},
-                                    {NULL, 0}};
+    static const table_entry t[] = {{"b#0", 50}, {"a#0", 50}, {"c#0", 50}, {"b#1", 90}, {"a#1", 90},
+                                    {"c#1", 90}, {"k", 50},   {"j", 70},   {NULL, 0}};
     const char *abc[] = {"a", "b", "c"}, *cba[] = {"c", "b", "a"}, *bca[] = {"b", "c", "a"};
     const char *const *orders[] = {abc, cba, bca};
     for (int i = 0; i < 3; i++) {
@@ -359,8 +358,7 @@ static void bounded_never_exceeds_capacity(void **state)
                 uint64_t bound = (uint64_t)ceil(cs[ci] * K / 8.0);
                 if (max > bound)
                     fail_msg("%s workload %d c=%.2f: max load %llu > %llu", profiles_64[p],
-                             workload, cs[ci], (unsigned long long)max,
-                             (unsigned long long)bound);
+                             workload, cs[ci], (unsigned long long)max, (unsigned long long)bound);
             }
         }
         rl_ring_free(r);

@@ -172,8 +172,8 @@ static void turnstone_tables(void **state)
         long next = strcmp(line, "end") == 0 ? 65536 : atol(line);
         for (long b = start; start >= 0 && b < next; b++) {
             if (strcmp(rl_ring_node_name(r, table[b]), owner) != 0)
-                fail_msg("ring %s bucket %ld: %s, want %s", spec, b,
-                         rl_ring_node_name(r, table[b]), owner);
+                fail_msg("ring %s bucket %ld: %s, want %s", spec, b, rl_ring_node_name(r, table[b]),
+                         owner);
             uint32_t via_lookup;
             assert_rl_ok(rl_ring_lookup_hash(r, (uint64_t)b, &via_lookup));
             assert_int_equal(via_lookup, table[b]);

@@ -27,7 +27,7 @@ typedef struct rl_profile_info {
 } rl_profile_info;
 
 RL_EXTERN size_t rl_profile_count(void);
-RL_EXTERN const rl_profile_info *rl_profile_at(size_t i);         /* NULL if out of range */
+RL_EXTERN const rl_profile_info *rl_profile_at(size_t i);           /* NULL if out of range */
 RL_EXTERN const rl_profile_info *rl_profile_find(const char *name); /* NULL if unknown */
 
 #ifdef __cplusplus

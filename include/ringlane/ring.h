@@ -20,11 +20,11 @@
 extern "C" {
 #endif
 
-#define RL_NAME_MAX 255u            /* bytes in a member name (and a zone name), NUL excluded */
-#define RL_VNODES_MAX 65536u        /* vnodes per unit of weight */
-#define RL_WEIGHT_MAX 65536u        /* a member's weight */
-#define RL_MEMBERS_MAX 1048576u     /* members in one ring */
-#define RL_POINTS_MAX 16777216u     /* points in one ring (16 Mi, 12 bytes each) */
+#define RL_NAME_MAX 255u             /* bytes in a member name (and a zone name), NUL excluded */
+#define RL_VNODES_MAX 65536u         /* vnodes per unit of weight */
+#define RL_WEIGHT_MAX 65536u         /* a member's weight */
+#define RL_MEMBERS_MAX 1048576u      /* members in one ring */
+#define RL_POINTS_MAX 16777216u      /* points in one ring (16 Mi, 12 bytes each) */
 #define RL_VNODES_PROFILE UINT32_MAX /* rl_ring_options.vnodes: use the profile's default */
 
 typedef struct rl_ring rl_ring_t;
@@ -55,7 +55,7 @@ RL_EXTERN void rl_ring_options_init(rl_ring_options *opts);
  * RL_EDUPNAME, RL_ETOOBIG (over RL_MEMBERS_MAX or RL_POINTS_MAX), RL_ENOMEM.
  * On error *out is set to NULL. Names and zones are copied. */
 RL_EXTERN int rl_ring_build(const rl_member *members, size_t count, const rl_ring_options *opts,
-                  rl_ring_t **out);
+                            rl_ring_t **out);
 
 /* A new snapshot with `member` appended. A member whose name is already in the ring changes
  * nothing (the new snapshot equals the old one, even if weight or zone differ: remove, then add
@@ -72,13 +72,14 @@ RL_EXTERN void rl_ring_free(rl_ring_t *ring);
 RL_EXTERN size_t rl_ring_member_count(const rl_ring_t *ring);
 RL_EXTERN size_t rl_ring_point_count(const rl_ring_t *ring);
 RL_EXTERN const char *rl_ring_profile(const rl_ring_t *ring); /* the profile's name */
-RL_EXTERN uint32_t rl_ring_vnodes(const rl_ring_t *ring);      /* vnodes per unit of weight */
-RL_EXTERN unsigned rl_ring_hash_bits(const rl_ring_t *ring);   /* 16, 32 or 64: the ring's width */
+RL_EXTERN uint32_t rl_ring_vnodes(const rl_ring_t *ring);     /* vnodes per unit of weight */
+RL_EXTERN unsigned rl_ring_hash_bits(const rl_ring_t *ring);  /* 16, 32 or 64: the ring's width */
 
 /* Member `node` (node index). Pointers stay valid while the snapshot lives. RL_ERANGE if out of
  * range. */
 RL_EXTERN int rl_ring_member(const rl_ring_t *ring, uint32_t node, rl_member *out);
-RL_EXTERN const char *rl_ring_node_name(const rl_ring_t *ring, uint32_t node); /* NULL if out of range */
+RL_EXTERN const char *rl_ring_node_name(const rl_ring_t *ring,
+                                        uint32_t node); /* NULL if out of range */
 
 /* The node index of `name`, O(log n); RL_ENOENT if absent. */
 RL_EXTERN int rl_ring_find(const rl_ring_t *ring, const char *name, uint32_t *node);
@@ -103,13 +104,13 @@ RL_EXTERN int rl_ring_lookup_hash(const rl_ring_t *ring, uint64_t hash, uint32_t
 /* Replica preference list: the first `want` distinct nodes clockwise from the key (want is
  * capped at the member count). Writes *got entries to nodes[]. RL_EEMPTY on an empty ring. */
 RL_EXTERN int rl_ring_replicas(const rl_ring_t *ring, const void *key, size_t len, uint32_t *nodes,
-                     size_t want, size_t *got);
+                               size_t want, size_t *got);
 
 /* Zone-aware preference list: walking clockwise, first one node from each zone not yet used,
  * then (if want exceeds the number of zones) the remaining distinct nodes in clockwise order.
  * Members without a zone share one unnamed zone. */
-RL_EXTERN int rl_ring_replicas_zoned(const rl_ring_t *ring, const void *key, size_t len, uint32_t *nodes,
-                           size_t want, size_t *got);
+RL_EXTERN int rl_ring_replicas_zoned(const rl_ring_t *ring, const void *key, size_t len,
+                                     uint32_t *nodes, size_t want, size_t *got);
 
 /* Bounded-loads capacity: ceil(c * (placed + 1) / n), computed in double exactly as
  * ds.09 section 2.3 states; c < 1 acts as 1; 0 when n is 0. */
@@ -120,9 +121,9 @@ RL_EXTERN uint64_t rl_capacity(uint64_t placed, size_t n, double c);
  * is below cap. loads[] has rl_ring_member_count() entries, indexed by node index, supplied by
  * the caller (the ring keeps none). With all loads 0 this equals rl_ring_lookup. */
 RL_EXTERN int rl_ring_lookup_bounded(const rl_ring_t *ring, const void *key, size_t len,
-                           const uint64_t *loads, double c, uint32_t *node);
-RL_EXTERN int rl_ring_lookup_bounded_hash(const rl_ring_t *ring, uint64_t hash, const uint64_t *loads,
-                                double c, uint32_t *node);
+                                     const uint64_t *loads, double c, uint32_t *node);
+RL_EXTERN int rl_ring_lookup_bounded_hash(const rl_ring_t *ring, uint64_t hash,
+                                          const uint64_t *loads, double c, uint32_t *node);
 
 /* --- statistics --- */
 typedef struct rl_ring_stats {

@@ -127,8 +127,7 @@ int cli_check_profile(const char *cmd, const char *profile)
             strncat(names, i ? ", " : "", sizeof names - strlen(names) - 1);
             strncat(names, rl_profile_at(i)->name, sizeof names - strlen(names) - 1);
         }
-        return cli_usage_error(cmd, "--profile: unknown profile '%s' (one of: %s)", profile,
-                               names);
+        return cli_usage_error(cmd, "--profile: unknown profile '%s' (one of: %s)", profile, names);
     }
     return 0;
 }
@@ -141,8 +140,8 @@ int cli_parse_vnodes(const char *cmd, const char *text, uint32_t *out)
         return 0;
     }
     if (cli_parse_u64(text, 1, RL_VNODES_MAX, &v) != 0)
-        return cli_usage_error(cmd, "--vnodes: expected an integer 1..%u, got '%s'",
-                               RL_VNODES_MAX, text);
+        return cli_usage_error(cmd, "--vnodes: expected an integer 1..%u, got '%s'", RL_VNODES_MAX,
+                               text);
     *out = (uint32_t)v;
     return 0;
 }
@@ -156,8 +155,11 @@ int cli_build_ring(const char *cmd, const char *profile, uint32_t vnodes, const 
     o.vnodes = vnodes;
     int rc = rl_ring_build(spec->members, spec->count, &o, out);
     if (rc == RL_ETOOBIG)
-        return cli_usage_error(cmd, "the ring would have more than %u points: lower --vnodes or "
-                                    "the weights", RL_POINTS_MAX), rc;
+        return cli_usage_error(cmd,
+                               "the ring would have more than %u points: lower --vnodes or "
+                               "the weights",
+                               RL_POINTS_MAX),
+               rc;
     if (rc)
         return cli_usage_error(cmd, "cannot build the ring: %s", rl_strerror(rc)), rc;
     return 0;
@@ -187,8 +189,7 @@ int cli_wants_help(int argc, char **argv)
     return 0;
 }
 
-int cli_parse_opts(const char *cmd, int argc, char **argv, cli_opt *opts, char **rest,
-                   int *nrest)
+int cli_parse_opts(const char *cmd, int argc, char **argv, cli_opt *opts, char **rest, int *nrest)
 {
     int positional_only = 0;
     *nrest = 0;

@@ -65,8 +65,7 @@ typedef struct cli_opt {
 
 /* Parses argv[1..] against opts (terminated by a {NULL} entry). Positional arguments go to
  * rest (which must hold argc entries), or are an error when rest is NULL. */
-int cli_parse_opts(const char *cmd, int argc, char **argv, cli_opt *opts, char **rest,
-                   int *nrest);
+int cli_parse_opts(const char *cmd, int argc, char **argv, cli_opt *opts, char **rest, int *nrest);
 
 /* True when argv has -h or --help: the command prints its usage and exits 0. */
 int cli_wants_help(int argc, char **argv);

@@ -41,8 +41,10 @@ int cmd_diff(int argc, char **argv)
     if (cli_wants_help(argc, argv))
         return fputs(usage, stdout), 0;
     const char *profile = NULL, *vnodes_s = NULL, *from_s = NULL, *to_s = NULL;
-    cli_opt opts[] = {{"--profile", &profile, NULL}, {"--vnodes", &vnodes_s, NULL},
-                      {"--from", &from_s, NULL},     {"--to", &to_s, NULL},
+    cli_opt opts[] = {{"--profile", &profile, NULL},
+                      {"--vnodes", &vnodes_s, NULL},
+                      {"--from", &from_s, NULL},
+                      {"--to", &to_s, NULL},
                       {NULL, NULL, NULL}};
     int nrest, rc = cli_parse_opts(cmd, argc, argv, opts, NULL, &nrest);
     if (rc)

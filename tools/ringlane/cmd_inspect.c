@@ -31,8 +31,7 @@ static const char profiles_usage[] =
     "and what each is compatible with.\n";
 
 /* --profile, --vnodes, --nodes: the options every ring-inspecting command shares. */
-static int ring_from_args(const char *cmd, int argc, char **argv, cli_spec *spec,
-                          rl_ring_t **ring)
+static int ring_from_args(const char *cmd, int argc, char **argv, cli_spec *spec, rl_ring_t **ring)
 {
     const char *profile = NULL, *vnodes_s = NULL, *nodes_s = NULL;
     cli_opt opts[] = {{"--profile", &profile, NULL},
@@ -79,8 +78,9 @@ int cmd_table(int argc, char **argv)
     } else {
         int err = rl_ring_bucket_table(ring, table, 65536);
         if (err == RL_ENOTSUP)
-            rc = cli_usage_error("table", "--profile %s has a %u-bit ring; table needs a 16-bit "
-                                          "profile (turnstone)",
+            rc = cli_usage_error("table",
+                                 "--profile %s has a %u-bit ring; table needs a 16-bit "
+                                 "profile (turnstone)",
                                  rl_ring_profile(ring), rl_ring_hash_bits(ring));
         else if (err)
             rc = cli_usage_error("table", "%s", rl_strerror(err));
@@ -135,8 +135,10 @@ int cmd_hash(int argc, char **argv)
         rc = cli_usage_error("hash", "--hash NAME is required (fnv1a32, fnv1a64, hash64, xmur3, "
                                      "xxh3)");
     if (rc == 0 && rl_hash_by_name(name, "", 0, &h) != 0)
-        rc = cli_usage_error("hash", "--hash: unknown hash '%s' (fnv1a32, fnv1a64, hash64, "
-                                     "xmur3, xxh3)", name);
+        rc = cli_usage_error("hash",
+                             "--hash: unknown hash '%s' (fnv1a32, fnv1a64, hash64, "
+                             "xmur3, xxh3)",
+                             name);
     if (rc == 0 && nrest == 0)
         rc = cli_usage_error("hash", "give at least one STRING to hash");
     for (int i = 0; rc == 0 && i < nrest; i++) {
@@ -151,8 +153,8 @@ int cmd_profiles(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv))
         return fputs(profiles_usage, stdout), 0;
-    int nrest, rc = cli_parse_opts("profiles", argc, argv, (cli_opt[]){{NULL, NULL, NULL}}, NULL,
-                                   &nrest);
+    int nrest,
+        rc = cli_parse_opts("profiles", argc, argv, (cli_opt[]){{NULL, NULL, NULL}}, NULL, &nrest);
     if (rc)
         return rc;
     for (size_t i = 0; i < rl_profile_count(); i++) {

@@ -7,7 +7,8 @@
 
 static const char usage[] =
     "usage: ringlane route [--profile P] [--vnodes V] (--nodes SPEC | --partitions N)\n"
-    "                      [--replicas R [--zones NAME=ZONE,...]] [--bounded C [--loads NAME=L,...]]\n"
+    "                      [--replicas R [--zones NAME=ZONE,...]] [--bounded C [--loads "
+    "NAME=L,...]]\n"
     "\n"
     "Reads keys from stdin, one per line (the line without its newline is the key), and prints\n"
     "<key><TAB><node> for each. SPEC is NAME[=WEIGHT],... e.g. a,b=2,c.\n"
@@ -96,10 +97,14 @@ int cmd_route(int argc, char **argv)
         return fputs(usage, stdout), 0;
     const char *profile = NULL, *vnodes_s = NULL, *nodes_s = NULL, *partitions_s = NULL,
                *replicas_s = NULL, *zones_s = NULL, *bounded_s = NULL, *loads_s = NULL;
-    cli_opt opts[] = {{"--profile", &profile, NULL},     {"--vnodes", &vnodes_s, NULL},
-                      {"--nodes", &nodes_s, NULL},       {"--partitions", &partitions_s, NULL},
-                      {"--replicas", &replicas_s, NULL}, {"--zones", &zones_s, NULL},
-                      {"--bounded", &bounded_s, NULL},   {"--loads", &loads_s, NULL},
+    cli_opt opts[] = {{"--profile", &profile, NULL},
+                      {"--vnodes", &vnodes_s, NULL},
+                      {"--nodes", &nodes_s, NULL},
+                      {"--partitions", &partitions_s, NULL},
+                      {"--replicas", &replicas_s, NULL},
+                      {"--zones", &zones_s, NULL},
+                      {"--bounded", &bounded_s, NULL},
+                      {"--loads", &loads_s, NULL},
                       {NULL, NULL, NULL}};
     int nrest, rc = cli_parse_opts(cmd, argc, argv, opts, NULL, &nrest);
     if (rc)
@@ -115,8 +120,10 @@ int cmd_route(int argc, char **argv)
         return cli_usage_error(cmd, "--replicas: expected an integer 1..%u, got '%s'",
                                RL_MEMBERS_MAX, replicas_s);
     if (bounded_s && (cli_parse_double(bounded_s, &c) != 0 || c <= 0 || c > 1e6))
-        return cli_usage_error(cmd, "--bounded: expected a number > 0 (below 1 acts as 1), got "
-                                    "'%s'", bounded_s);
+        return cli_usage_error(cmd,
+                               "--bounded: expected a number > 0 (below 1 acts as 1), got "
+                               "'%s'",
+                               bounded_s);
     if (replicas_s && bounded_s)
         return cli_usage_error(cmd, "--replicas and --bounded cannot be combined");
     if (zones_s && !replicas_s)
