@@ -31,6 +31,11 @@ asan:
 	@$(MAKE) --no-print-directory test BUILD=build-asan \
 	  CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Debug -DRINGLANE_SANITIZE=address,undefined -DRINGLANE_BUILD_BENCH=OFF $(CMAKE_FLAGS)"
 
+# The threaded suites (CTest label "threads") with ThreadSanitizer.
+tsan:
+	@$(MAKE) --no-print-directory test BUILD=build-tsan CTEST_FLAGS="-L threads --no-tests=ignore" \
+	  CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Debug -DRINGLANE_SANITIZE=thread -DRINGLANE_BUILD_BENCH=OFF $(CMAKE_FLAGS)"
+
 format:
 	@git ls-files '*.c' '*.h' | xargs clang-format -i
 
