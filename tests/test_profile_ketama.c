@@ -186,8 +186,8 @@ static void names_and_ports(void **state)
     assert_rl_ok(rl_ring_build(v6, 2, &o, &a));
     rl_ring_free(a);
 
-    const char *bad[] = {"host:", ":11211", "host:0", "host:65536", "host:x1", "host:123456",
-                         "host:-1"};
+    const char *bad[] = {"host:",   ":11211",      "host:0", "host:65536",
+                         "host:x1", "host:123456", "host:-1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         rl_member m = {bad[i], 1, NULL};
         assert_int_equal(rl_ring_build(&m, 1, &o, &a), RL_ENAME);

@@ -41,8 +41,7 @@ static void envoy_test_vectors(void **state)
                     assert_rl_ok(rl_ring_lookup_hash(r, h, &node));
                     if (node != want)
                         fail_msg("%s: hash %llu went to %s, Envoy says %s", name,
-                                 (unsigned long long)h, rl_ring_node_name(r, node),
-                                 v.m[want].name);
+                                 (unsigned long long)h, rl_ring_node_name(r, node), v.m[want].name);
                 }
             }
         } else if (sscanf(line, "counts %u %u", &lo, &hi) == 2) {
