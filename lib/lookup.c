@@ -43,6 +43,12 @@ int rl_ring_lookup_hash(const rl_ring_t *r, uint64_t hash, uint32_t *node)
 {
     if (!r || !node)
         return RL_EINVAL;
+    if (r->profile->lookup_hash) { /* maglev, jump: a table or a computation, not points */
+        if (r->n_nodes == 0)
+            return RL_EEMPTY;
+        *node = r->profile->lookup_hash(r, hash & r->mask);
+        return 0;
+    }
     if (r->n_points == 0)
         return RL_EEMPTY;
     *node = r->owner[rl__successor(r, hash & r->mask)];
@@ -73,6 +79,8 @@ static int replica_start(const rl_ring_t *r, const void *key, size_t len, const 
     if (!r || !got || (!nodes && want))
         return RL_EINVAL;
     *got = 0;
+    if (r->profile->lookup_hash)
+        return RL_ENOTSUP; /* no clockwise order to walk */
     uint64_t h;
     int rc = rl_ring_hash_key(r, key, len, &h);
     if (rc)
@@ -150,6 +158,8 @@ int rl_ring_lookup_bounded_hash(const rl_ring_t *r, uint64_t hash, const uint64_
 {
     if (!r || !loads || !node)
         return RL_EINVAL;
+    if (r->profile->lookup_hash)
+        return RL_ENOTSUP; /* no clockwise order to walk */
     if (r->n_points == 0)
         return RL_EEMPTY;
     uint64_t placed = 0;

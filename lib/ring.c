@@ -230,6 +230,7 @@ void rl_ring_free(rl_ring_t *r)
     free(r->by_name);
     free(r->pos);
     free(r->owner);
+    free(r->table);
     free(r);
 }
 
@@ -260,7 +261,7 @@ int rl_ring_build(const rl_member *members, size_t count, const rl_ring_options 
         return RL_EPROFILE;
     uint32_t vnodes =
         opts->vnodes == RL_VNODES_PROFILE ? profile->info.default_vnodes : opts->vnodes;
-    if (vnodes < 1 || vnodes > RL_VNODES_MAX)
+    if (vnodes < 1 || vnodes > profile->info.max_vnodes)
         return RL_EVNODES;
     if (count > RL_MEMBERS_MAX)
         return RL_ETOOBIG;
@@ -272,7 +273,7 @@ int rl_ring_build(const rl_member *members, size_t count, const rl_ring_options 
             return rc;
         total += (uint64_t)members[i].weight * vnodes;
     }
-    if (!profile->emit && total > RL_POINTS_MAX)
+    if (!profile->emit && !profile->lookup_hash && total > RL_POINTS_MAX)
         return RL_ETOOBIG;
 
     rl_ring_t *r = calloc(1, sizeof *r);
@@ -304,7 +305,9 @@ int rl_ring_build(const rl_member *members, size_t count, const rl_ring_options 
         rc = index_names(r);
     if (rc == 0)
         rc = index_zones(r);
-    if (rc == 0)
+    if (rc == 0 && profile->lookup_hash)
+        rc = profile->build ? profile->build(r) : 0; /* no points: a table or a computation */
+    else if (rc == 0)
         rc = place_points(r);
     if (rc) {
         rl_ring_free(r);
@@ -442,6 +445,8 @@ int rl_ring_point(const rl_ring_t *r, size_t i, uint64_t *position, uint32_t *no
 {
     if (!r)
         return RL_EINVAL;
+    if (r->profile->lookup_hash)
+        return RL_ENOTSUP;
     if (i >= r->n_points)
         return RL_ERANGE;
     if (position)

@@ -51,9 +51,22 @@ typedef struct rl__profile {
     int (*key_hash)(const void *key, size_t len, uint64_t *out);
     /* Emits all points; NULL means the generic labels, weight * vnodes per member. */
     int (*emit)(const struct rl_ring *r, rl__points *out);
+    /* Profiles that are not point rings (maglev, jump) set lookup_hash: it answers a hash that
+     * is already masked, on a ring with at least one member. Such a ring has no points (emit is
+     * not called); build, when set, runs once per snapshot to fill r->table or to reject the
+     * members. Replicas, bounded lookups and rl_ring_point say RL_ENOTSUP for them. */
+    int (*build)(struct rl_ring *r);
+    uint32_t (*lookup_hash)(const struct rl_ring *r, uint64_t hash);
 } rl__profile;
 
 const rl__profile *rl__profile_find(const char *name);
+
+/* The compatibility profiles, one file each (profile_<name>.c), listed in profile.c. */
+extern const rl__profile rl__profile_ketama;
+extern const rl__profile rl__profile_envoy;
+extern const rl__profile rl__profile_groupcache;
+extern const rl__profile rl__profile_maglev;
+extern const rl__profile rl__profile_jump;
 
 typedef struct rl__node {
     char *name;
@@ -78,10 +91,19 @@ struct rl_ring {
     size_t n_points;
     uint64_t *pos;   /* sorted positions */
     uint32_t *owner; /* owner[i] is the node of pos[i] */
+
+    /* --- profiles without points (rl__profile.lookup_hash): maglev's lookup table. Filled by
+     * rl__profile.build, freed with the snapshot; NULL and 0 for every other profile. --- */
+    uint32_t *table;  /* table[i] is a node index */
+    size_t table_len; /* entries in table */
 };
 
 /* Index of the point that owns `hash` (n_points must be > 0). */
 size_t rl__successor(const struct rl_ring *r, uint64_t hash);
+
+/* MD5 of data (libmd), and a 4-byte little-endian read: ketama's pieces. */
+void rl__md5(const void *data, size_t len, unsigned char digest[16]);
+uint32_t rl__le32(const unsigned char *p);
 
 /* Validates a member as rl_ring_build does. */
 int rl__check_member(const rl_member *m);

@@ -5,6 +5,7 @@
 set -eu
 
 build="cmake make gcc pkg-config libxxhash-dev libcmocka-dev"
+build="$build libmd-dev zlib1g-dev libmemcached-dev" # ketama MD5, groupcache CRC-32, the ketama proof
 bench="valgrind"
 format="clang-format"
 
