@@ -1,32 +1,9 @@
 /* Key to node: the successor rule, replica preference lists and bounded-loads placement.
  * Nothing here allocates or takes a lock: a snapshot is immutable. */
-#include "ring_internal.h"
+#include "lookup_index.h"
 #include "ringlane/error.h"
 
 #include <math.h>
-
-size_t rl__successor(const rl_ring_t *r, uint64_t hash)
-{
-    size_t lo = 0, hi = r->n_points;
-    if (r->profile->successor == RL__SUCC_GE) {
-        while (lo < hi) { /* first pos >= hash */
-            size_t mid = lo + (hi - lo) / 2;
-            if (r->pos[mid] < hash)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-    } else {
-        while (lo < hi) { /* first pos > hash */
-            size_t mid = lo + (hi - lo) / 2;
-            if (r->pos[mid] <= hash)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-    }
-    return lo == r->n_points ? 0 : lo; /* past the top: wrap to the first point */
-}
 
 int rl_ring_hash_key(const rl_ring_t *r, const void *key, size_t len, uint64_t *hash)
 {
@@ -45,7 +22,7 @@ int rl_ring_lookup_hash(const rl_ring_t *r, uint64_t hash, uint32_t *node)
         return RL_EINVAL;
     if (r->n_points == 0)
         return RL_EEMPTY;
-    *node = r->owner[rl__successor(r, hash & r->mask)];
+    *node = rl__owner_of(r, hash);
     return 0;
 }
 
@@ -159,7 +136,7 @@ int rl_ring_lookup_bounded_hash(const rl_ring_t *r, uint64_t hash, const uint64_
         placed += loads[i];
     }
     uint64_t cap = rl_capacity(placed, r->n_nodes, c);
-    size_t start = rl__successor(r, hash & r->mask);
+    size_t start = rl__successor(r, hash);
     for (size_t k = 0; k < r->n_points; k++) {
         uint32_t owner = r->owner[(start + k) % r->n_points];
         if (loads[owner] < cap) {

@@ -230,6 +230,7 @@ void rl_ring_free(rl_ring_t *r)
     free(r->by_name);
     free(r->pos);
     free(r->owner);
+    rl__index_free(r);
     free(r);
 }
 
@@ -306,6 +307,8 @@ int rl_ring_build(const rl_member *members, size_t count, const rl_ring_options 
         rc = index_zones(r);
     if (rc == 0)
         rc = place_points(r);
+    if (rc == 0)
+        rc = rl__index_build(r);
     if (rc) {
         rl_ring_free(r);
         return rc;

@@ -78,10 +78,29 @@ struct rl_ring {
     size_t n_points;
     uint64_t *pos;   /* sorted positions */
     uint32_t *owner; /* owner[i] is the node of pos[i] */
+
+    /* --- lookup engine (lib/lookup_index.c), built with the snapshot, never changed ---
+     * Positions are looked up as "first point >= h" after h = (h + ix_gt) & mask, since
+     * "first point > h" is "first point >= h + 1" and the top position wraps to point 0. */
+    uint64_t ix_gt;          /* 1 under RL__SUCC_GT, else 0 */
+    unsigned ix_start_shift; /* a position's coarse bucket is pos >> ix_start_shift */
+    unsigned ix_fast_shift;  /* a position's fine bucket is pos >> ix_fast_shift */
+    uint32_t *ix_start;      /* per coarse bucket (+1 sentinel): its first point index */
+    uint32_t *ix_fast;       /* per fine bucket: RL__IX_OWNER | owner when every position in
+                                the bucket has that owner, else the bucket's first point */
+    size_t ix_bytes;         /* memory of the two tables */
 };
 
-/* Index of the point that owns `hash` (n_points must be > 0). */
+/* Index of the point that owns `hash` (n_points must be > 0): exactly the profile's successor
+ * rule over pos[] (lower_bound or upper_bound, wrapping to point 0), for hash masked to the
+ * ring's width. */
 size_t rl__successor(const struct rl_ring *r, uint64_t hash);
+
+/* Builds the lookup engine's tables from pos[] and owner[]; RL_ENOMEM. */
+int rl__index_build(struct rl_ring *r);
+
+/* Frees the lookup engine's tables. */
+void rl__index_free(struct rl_ring *r);
 
 /* Validates a member as rl_ring_build does. */
 int rl__check_member(const rl_member *m);
