@@ -45,36 +45,45 @@ size_t rl__successor(const rl_ring_t *r, uint64_t hash)
     return lo == r->n_points ? 0 : lo; /* past the top: wrap to the first point */
 }
 
-/* start[b] = the first point whose position >> shift is >= b, for b in 0 .. count. */
+/* start[b] = the first point whose position >> shift is >= b, for b in 0 .. count. One pass
+ * over the points: each point ends the run of buckets up to its own. */
 static void fill_starts(const rl_ring_t *r, unsigned shift, uint32_t *start, size_t count)
 {
-    size_t i = 0;
-    for (size_t b = 0; b <= count; b++) {
-        while (i < r->n_points && (size_t)(r->pos[i] >> shift) < b)
-            i++;
-        start[b] = (uint32_t)i;
-    }
+    size_t b = 0;
+    for (size_t i = 0; i < r->n_points; i++)
+        for (size_t bi = (size_t)(r->pos[i] >> shift); b <= bi; b++)
+            start[b] = (uint32_t)i;
+    for (; b <= count; b++)
+        start[b] = (uint32_t)r->n_points;
 }
 
 /* Bucket b covers positions [lo, hi]; its answers are the points first .. last, where first
- * answers lo and last answers hi (point n meaning the wrap to point 0). */
+ * answers lo and last answers hi (point n meaning the wrap to point 0). A bucket without
+ * points is answered by the next point alone. One pass over the points. */
 static void fill_fast(const rl_ring_t *r, unsigned shift, uint32_t *fast, size_t count)
 {
-    size_t n = r->n_points, first = 0;
+    size_t n = r->n_points, b = 0;
     uint64_t span = (UINT64_C(1) << shift) - 1;
-    for (size_t b = 0; b < count; b++) {
-        uint64_t lo = (uint64_t)b << shift, hi = lo + span;
-        while (first < n && r->pos[first] < lo)
-            first++;
+    for (size_t first = 0; first < n;) {
+        size_t bi = (size_t)(r->pos[first] >> shift);
+        for (uint32_t e = RL__IX_OWNER | r->owner[first]; b < bi; b++)
+            fast[b] = e; /* empty buckets below this point */
+        uint64_t hi = ((uint64_t)bi << shift) + span;
         size_t last = first;
         while (last < n && r->pos[last] < hi)
             last++;
-        uint32_t owner = r->owner[first == n ? 0 : first];
+        size_t next = last;
+        while (next < n && (size_t)(r->pos[next] >> shift) == bi)
+            next++;
+        uint32_t owner = r->owner[first];
         int uniform = 1;
         for (size_t i = first + 1; i <= last && uniform; i++)
             uniform = r->owner[i == n ? 0 : i] == owner;
-        fast[b] = uniform ? RL__IX_OWNER | owner : (uint32_t)first;
+        fast[b++] = uniform ? RL__IX_OWNER | owner : (uint32_t)first;
+        first = next;
     }
+    for (uint32_t e = RL__IX_OWNER | r->owner[0]; b < count; b++)
+        fast[b] = e; /* above the top point: the wrap */
 }
 
 int rl__index_build(rl_ring_t *r)

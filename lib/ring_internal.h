@@ -37,6 +37,9 @@ typedef struct rl__points {
 /* Appends one point; RL_ETOOBIG past RL_POINTS_MAX, RL_ENOMEM. */
 int rl__points_push(rl__points *pts, uint64_t pos, uint32_t node, uint32_t vnode);
 
+/* Sorts points by (position, tie[node], vnode): the ring's order. RL_ENOMEM. */
+int rl__sort_points(rl__point *v, size_t n, const uint32_t *tie);
+
 /* Hashes a vnode label or key: the caller's override if set, else the profile's label hash,
  * masked to the ring width. */
 uint64_t rl__label_hash(const struct rl_ring *r, const void *data, size_t len);

@@ -251,12 +251,63 @@ static void replicas_start_at_plain_successor(void **state)
     }
 }
 
+/* The radix sort keeps the ring's order where many points share a position: within a run of
+ * equal positions, owners follow the profile's tie order (names, or the order members were
+ * added, or its reverse). */
+static void crowded_positions_keep_tie_order(void **state)
+{
+    (void)state;
+    char names[40][8];
+    rl_member m[40];
+    for (int i = 0; i < 40; i++) { /* added in an order unlike name order */
+        snprintf(names[i], sizeof names[i], "z%02d", (i * 17) % 40);
+        m[i] = (rl_member){.name = names[i], .weight = 1};
+    }
+    for (size_t p = 0; p < rl_profile_count(); p++) {
+        const rl__profile *prof = rl__profile_find(rl_profile_at(p)->name);
+        crowd c = {.kind = 2,
+                   .mask =
+                       prof->info.bits == 64 ? UINT64_MAX : (UINT64_C(1) << prof->info.bits) - 1};
+        rl_ring_options o = {
+            .profile = prof->info.name, .vnodes = 50, .hash = crowd_hash, .hash_ctx = &c};
+        rl_ring_t *r;
+        assert_rl_ok(rl_ring_build(m, 40, &o, &r));
+        ref_ring ref;
+        if (ref_load(r, &ref) != 0) {
+            rl_ring_free(r);
+            continue;
+        }
+        if (!prof->emit) /* generic labels: 40 x 50 points on seven positions */
+            assert_int_equal(ref.n, 2000);
+        size_t runs = 0;
+        for (size_t i = 1; i < ref.n; i++) {
+            assert_true(ref.pos[i - 1] <= ref.pos[i]);
+            if (ref.pos[i - 1] != ref.pos[i]) {
+                runs++;
+                continue;
+            }
+            uint32_t a = ref.owner[i - 1], b = ref.owner[i];
+            if (prof->tie == RL__TIE_NAME)
+                assert_true(strcmp(names[a], names[b]) <= 0);
+            else if (prof->tie == RL__TIE_ORDER)
+                assert_true(a <= b);
+            else
+                assert_true(a >= b);
+        }
+        if (!prof->emit)
+            assert_true(runs < 7);
+        ref_free(&ref);
+        rl_ring_free(r);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_profile_matches_plain_successor),
         cmocka_unit_test(big_ring_matches_plain_successor),
         cmocka_unit_test(replicas_start_at_plain_successor),
+        cmocka_unit_test(crowded_positions_keep_tie_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
