@@ -5,6 +5,7 @@
 #include "ringlane/profile.h"
 #include "ringlane/ring.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 
 struct rl_ring;
@@ -92,6 +93,9 @@ struct rl_ring {
     uint32_t *ix_fast;       /* per fine bucket: RL__IX_OWNER | owner when every position in
                                 the bucket has that owner, else the bucket's first point */
     size_t ix_bytes;         /* memory of the two tables */
+
+    /* --- snapshot holder (lib/snapshot.c) --- */
+    atomic_size_t snap_refs; /* 0 outside a holder; else the holder's reference + readers' */
 };
 
 /* Index of the point that owns `hash` (n_points must be > 0): exactly the profile's successor
