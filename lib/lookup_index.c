@@ -45,6 +45,20 @@ size_t rl__successor(const rl_ring_t *r, uint64_t hash)
     return lo == r->n_points ? 0 : lo; /* past the top: wrap to the first point */
 }
 
+uint32_t rl__owner_scan(const rl_ring_t *r, uint64_t hash, uint32_t e)
+{
+    /* e is the first point at or above the bucket's lowest position, so it is at or before
+     * the answer: scan forward a few points. */
+    uint64_t h = ((hash & r->mask) + r->ix_gt) & r->mask;
+    size_t n = r->n_points, end = e + RL__IX_SCAN < n ? e + RL__IX_SCAN : n;
+    for (size_t i = e; i < end; i++)
+        if (r->pos[i] >= h)
+            return r->owner[i];
+    if (end == n)
+        return r->owner[0]; /* past the top point: wrap */
+    return r->owner[rl__successor(r, hash)];
+}
+
 /* start[b] = the first point whose position >> shift is >= b, for b in 0 .. count. One pass
  * over the points: each point ends the run of buckets up to its own. */
 static void fill_starts(const rl_ring_t *r, unsigned shift, uint32_t *start, size_t count)

@@ -11,6 +11,10 @@
  * a bucket that is not settled by one owner holds about one point on hashed rings. */
 #define RL__IX_SCAN 4u
 
+/* The owner when the fine entry e is a point index (out of line, so the hot path below is a
+ * leaf function's few instructions). */
+uint32_t rl__owner_scan(const struct rl_ring *r, uint64_t hash, uint32_t e);
+
 /* The owner of `hash` (n_points must be > 0): owner[rl__successor(r, hash)], in one table read
  * for most hashes. */
 static inline uint32_t rl__owner_of(const struct rl_ring *r, uint64_t hash)
@@ -19,15 +23,7 @@ static inline uint32_t rl__owner_of(const struct rl_ring *r, uint64_t hash)
     uint32_t e = r->ix_fast[h >> r->ix_fast_shift];
     if (e & RL__IX_OWNER)
         return e & ~RL__IX_OWNER;
-    /* e is the first point at or above the bucket's lowest position, so it is at or before
-     * the answer: scan forward a few points. */
-    size_t n = r->n_points, end = e + RL__IX_SCAN < n ? e + RL__IX_SCAN : n;
-    for (size_t i = e; i < end; i++)
-        if (r->pos[i] >= h)
-            return r->owner[i];
-    if (end == n)
-        return r->owner[0]; /* past the top point: wrap */
-    return r->owner[rl__successor(r, hash)];
+    return rl__owner_scan(r, hash, e);
 }
 
 #endif

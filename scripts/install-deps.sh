@@ -5,6 +5,7 @@
 set -eu
 
 build="cmake make gcc pkg-config libxxhash-dev libcmocka-dev"
+build="$build libmemcached-dev" # bench_lookup compares with memcached_generate_hash
 bench="valgrind"
 format="clang-format"
 

@@ -93,9 +93,9 @@ static void held_ring_outlives_publish(void **state)
 
 typedef struct race {
     rl_snapshot_t *h;
-    atomic_ulong gen;   /* the last generation whose publish returned */
-    atomic_int ready;   /* readers that have started */
-    atomic_int done;    /* the writer has finished */
+    atomic_ulong gen; /* the last generation whose publish returned */
+    atomic_int ready; /* readers that have started */
+    atomic_int done;  /* the writer has finished */
     unsigned long publishes;
     uint64_t hash[KEYS];
     uint32_t want[VARIANTS][KEYS]; /* node index of each key in each variant */
