@@ -66,7 +66,7 @@ static void held_ring_outlives_publish(void **state)
     assert_rl_ok(rl_snapshot_acquire(h, &old));
     char want[100][2];
     for (int i = 0; i < 100; i++) {
-        char key[16];
+        char key[32];
         snprintf(key, sizeof key, "key%d", i);
         want[i][0] = test_owner(old, key)[0];
     }
@@ -77,7 +77,7 @@ static void held_ring_outlives_publish(void **state)
     assert_true(node < 2);
     rl_snapshot_free(h);
     for (int i = 0; i < 100; i++) {
-        char key[16];
+        char key[32];
         snprintf(key, sizeof key, "key%d", i);
         assert_int_equal(test_owner(old, key)[0], want[i][0]);
     }
@@ -187,7 +187,7 @@ static void run_race(unsigned long publishes)
     for (int v = 0; v < VARIANTS; v++) {
         rl_ring_t *r = variant_ring(v);
         for (int k = 0; k < KEYS; k++) {
-            char key[16];
+            char key[32];
             int len = snprintf(key, sizeof key, "user:%d", k);
             assert_rl_ok(rl_ring_hash_key(r, key, (size_t)len, &rc->hash[k]));
             assert_rl_ok(rl_ring_lookup_hash(r, rc->hash[k], &rc->want[v][k]));
