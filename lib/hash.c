@@ -3,6 +3,9 @@
 #include "ringlane/error.h"
 
 #include <string.h>
+/* libxxhash's own implementation, compiled inline from its header: the same function, without
+ * a call through the shared library on every key. */
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 uint32_t rl_fnv1a32(const void *data, size_t len)

@@ -5,15 +5,25 @@
 
 #include <math.h>
 
-int rl_ring_hash_key(const rl_ring_t *r, const void *key, size_t len, uint64_t *hash)
+/* The key's position on the ring (arguments already checked). */
+static inline int key_position(const rl_ring_t *r, const void *key, size_t len, uint64_t *hash)
 {
-    if (!r || !hash || (!key && len))
-        return RL_EINVAL;
+    if (r->ix_key_hash) {
+        *hash = r->ix_key_hash(key, len) & r->mask;
+        return 0;
+    }
     if (r->hash || !r->profile->key_hash) {
         *hash = rl__label_hash(r, key, len);
         return 0;
     }
     return r->profile->key_hash(key, len, hash);
+}
+
+int rl_ring_hash_key(const rl_ring_t *r, const void *key, size_t len, uint64_t *hash)
+{
+    if (!r || !hash || (!key && len))
+        return RL_EINVAL;
+    return key_position(r, key, len, hash);
 }
 
 int rl_ring_lookup_hash(const rl_ring_t *r, uint64_t hash, uint32_t *node)
@@ -26,13 +36,22 @@ int rl_ring_lookup_hash(const rl_ring_t *r, uint64_t hash, uint32_t *node)
     return 0;
 }
 
+/* The public functions call one another through the symbol table; this one is written out so
+ * a keyed lookup is one call. Checks in the same order as hash_key, then lookup_hash. */
 int rl_ring_lookup(const rl_ring_t *r, const void *key, size_t len, uint32_t *node)
 {
+    if (!r || (!key && len))
+        return RL_EINVAL;
     uint64_t h;
-    int rc = rl_ring_hash_key(r, key, len, &h);
+    int rc = key_position(r, key, len, &h);
     if (rc)
         return rc;
-    return rl_ring_lookup_hash(r, h, node);
+    if (!node)
+        return RL_EINVAL;
+    if (r->n_points == 0)
+        return RL_EEMPTY;
+    *node = rl__owner_of(r, h);
+    return 0;
 }
 
 static int contains(const uint32_t *v, size_t n, uint32_t x)

@@ -103,6 +103,7 @@ static void fill_fast(const rl_ring_t *r, unsigned shift, uint32_t *fast, size_t
 int rl__index_build(rl_ring_t *r)
 {
     r->ix_gt = r->profile->successor == RL__SUCC_GT;
+    r->ix_key_hash = !r->hash && !r->profile->key_hash ? r->profile->label_hash : NULL;
     if (r->n_points == 0)
         return 0;
     unsigned bits = r->profile->info.bits;

@@ -93,6 +93,9 @@ struct rl_ring {
     uint32_t *ix_fast;       /* per fine bucket: RL__IX_OWNER | owner when every position in
                                 the bucket has that owner, else the bucket's first point */
     size_t ix_bytes;         /* memory of the two tables */
+    /* The key hash when it is the profile's label hash with no caller override (the common
+     * case, called directly by the lookups), else NULL. */
+    uint64_t (*ix_key_hash)(const void *data, size_t len);
 
     /* --- snapshot holder (lib/snapshot.c) --- */
     atomic_size_t snap_refs; /* 0 outside a holder; else the holder's reference + readers' */
