@@ -193,6 +193,7 @@ static rd_kafka_resp_err_t on_new(rd_kafka_t *rk, const rd_kafka_conf_t *conf, v
 rd_kafka_resp_err_t conf_init(rd_kafka_conf_t *conf, void **plug_opaquep, char *errstr,
                               size_t errstr_size)
 {
+    *plug_opaquep = NULL;
     instance *in = calloc(1, sizeof *in);
     if (!in || rl_kafka_partitioner_new(NULL, &in->partitioner) != 0) {
         free(in);
@@ -202,13 +203,13 @@ rd_kafka_resp_err_t conf_init(rd_kafka_conf_t *conf, void **plug_opaquep, char *
     atomic_init(&in->refs, 1);
     rl_kafka_partitioner_options_init(&in->opts);
 
-    /* Registering on_conf_set twice is refused (CONFLICT): the plugin is already loaded on
-     * this configuration under another path. */
+    /* librdkafka refuses a second on_conf_set of ours (CONFLICT) when the plugin is already
+     * active on this configuration (plugin.library.paths set twice): keep the first. */
     if (rd_kafka_conf_interceptor_add_on_conf_set(conf, IC_NAME, on_conf_set, in) != 0) {
         rl_kafka_partitioner_destroy(in->partitioner);
         free(in);
-        snprintf(errstr, errstr_size, "ringlane: the plugin is already loaded");
-        return RD_KAFKA_RESP_ERR__CONFLICT;
+        *plug_opaquep = NULL;
+        return RD_KAFKA_RESP_ERR_NO_ERROR;
     }
     rd_kafka_conf_interceptor_add_on_conf_dup(conf, IC_NAME, on_conf_dup, in);
     rd_kafka_conf_interceptor_add_on_conf_destroy(conf, IC_NAME, on_conf_destroy, in);
