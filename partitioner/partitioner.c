@@ -6,8 +6,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-int rl_kafka_partitioner_new(const rl_kafka_partitioner_options *opts,
-                             rl_kafka_partitioner_t **out)
+int rl_kafka_partitioner_new(const rl_kafka_partitioner_options *opts, rl_kafka_partitioner_t **out)
 {
     if (!out)
         return RL_EINVAL;
@@ -110,8 +109,8 @@ static int32_t null_key_partition(rl_kafka_partitioner_t *p, const rd_kafka_topi
  * reads the ring's preference list in growing chunks, so a healthy cluster pays nothing and a
  * degraded one pays for as many partitions as it has to look at. */
 static int32_t next_available(rl_kafka_partitioner_t *p, const rd_kafka_topic_t *rkt,
-                              const rl_ring_t *ring, const void *key, size_t keylen,
-                              int32_t owner, int32_t partition_cnt)
+                              const rl_ring_t *ring, const void *key, size_t keylen, int32_t owner,
+                              int32_t partition_cnt)
 {
     static const size_t chunks[] = {4, 16, 64, 256};
     uint32_t list[256];
@@ -148,8 +147,9 @@ static int32_t choose(rl_kafka_partitioner_t *p, const rd_kafka_topic_t *rkt, co
 {
     if (!key || keylen == 0)
         return null_key_partition(p, rkt, partition_cnt);
-    const rl_ring_t *ring = rl__ring_cache_find(&p->rings, partition_cnt);
-    if (!ring && rl__ring_cache_get(&p->rings, partition_cnt, &ring) != 0)
+    const rl__ring_entry *e = rl__ring_cache_find(&p->rings, partition_cnt);
+    const rl_ring_t *ring = e ? e->ring : NULL;
+    if (!ring && (e || rl__ring_cache_get(&p->rings, partition_cnt, &ring) != 0))
         return fallback_partition(p, key, keylen, partition_cnt);
     uint32_t node;
     int rc = rl_ring_lookup(ring, key, keylen, &node);
@@ -205,8 +205,7 @@ int rl_kafka_partitioner_get_options(const rl_kafka_partitioner_t *p,
     return 0;
 }
 
-int rl_kafka_partitioner_stats_get(const rl_kafka_partitioner_t *p,
-                                   rl_kafka_partitioner_stats *out)
+int rl_kafka_partitioner_stats_get(const rl_kafka_partitioner_t *p, rl_kafka_partitioner_stats *out)
 {
     if (!p || !out)
         return RL_EINVAL;

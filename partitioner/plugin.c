@@ -78,8 +78,8 @@ static int valid_topic(const char *s, size_t len)
     return 1;
 }
 
-static rd_kafka_conf_res_t set_topics(instance *in, const char *name, const char *val,
-                                      char *errstr, size_t errstr_size)
+static rd_kafka_conf_res_t set_topics(instance *in, const char *name, const char *val, char *errstr,
+                                      size_t errstr_size)
 {
     if (!val || !*val) {
         free(in->topics);

@@ -59,39 +59,47 @@ void rl__ring_cache_destroy(rl__ring_cache *c)
     pthread_mutex_destroy(&c->build_lock);
 }
 
+/* Publishes a new entry at the head. Called with build_lock held. */
+static void publish(rl__ring_cache *c, rl__ring_entry *e)
+{
+    e->next = atomic_load_explicit(&c->head, memory_order_relaxed);
+    /* Release: a reader that sees e also sees the finished ring and e->next. */
+    atomic_store_explicit(&c->head, e, memory_order_release);
+    c->count++;
+}
+
 int rl__ring_cache_get(rl__ring_cache *c, int32_t partition_cnt, const rl_ring_t **ring)
 {
-    const rl_ring_t *found = rl__ring_cache_find(c, partition_cnt);
-    if (found) {
-        *ring = found;
-        return 0;
-    }
-    pthread_mutex_lock(&c->build_lock);
-    int rc = 0;
-    /* Another thread may have built it while this one waited. */
-    found = rl__ring_cache_find(c, partition_cnt);
-    if (!found && c->count >= RL_KAFKA_RINGS_MAX)
-        rc = RL_ERANGE;
-    if (!found && rc == 0) {
-        rl__ring_entry *e = malloc(sizeof *e);
-        rl_ring_t *built = NULL;
-        rc = e ? rl__partition_ring_build(partition_cnt, c->profile, c->vnodes, &built)
-               : RL_ENOMEM;
-        if (rc == 0) {
+    const rl__ring_entry *found = rl__ring_cache_find(c, partition_cnt);
+    if (!found) {
+        pthread_mutex_lock(&c->build_lock);
+        /* Another thread may have built it while this one waited. */
+        found = rl__ring_cache_find(c, partition_cnt);
+        int rc = 0;
+        if (!found && c->count >= RL_KAFKA_RINGS_MAX)
+            rc = RL_ERANGE;
+        rl__ring_entry *e = NULL;
+        if (!found && rc == 0 && !(e = calloc(1, sizeof *e)))
+            rc = RL_ENOMEM;
+        if (e) {
             e->partition_cnt = partition_cnt;
-            e->ring = built;
-            e->next = atomic_load_explicit(&c->head, memory_order_relaxed);
-            /* Release: a reader that sees e also sees the finished ring and e->next. */
-            atomic_store_explicit(&c->head, e, memory_order_release);
-            atomic_fetch_add_explicit(&c->builds, 1, memory_order_relaxed);
-            c->count++;
-            found = built;
-        } else {
-            free(e);
+            rc = rl__partition_ring_build(partition_cnt, c->profile, c->vnodes, &e->ring);
+            if (rc == 0)
+                atomic_fetch_add_explicit(&c->builds, 1, memory_order_relaxed);
+            e->error = rc;
+            if (rc == 0 || rc == RL_ETOOBIG) { /* a ring, or a count that can never have one */
+                publish(c, e);
+                found = e;
+            } else {
+                free(e);
+            }
         }
+        pthread_mutex_unlock(&c->build_lock);
+        if (!found)
+            return rc;
     }
-    pthread_mutex_unlock(&c->build_lock);
-    if (found)
-        *ring = found;
-    return rc;
+    if (found->error)
+        return found->error;
+    *ring = found->ring;
+    return 0;
 }

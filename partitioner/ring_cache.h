@@ -12,7 +12,8 @@
 
 typedef struct rl__ring_entry {
     int32_t partition_cnt;
-    rl_ring_t *ring;
+    int error;                   /* why there is no ring (RL_ETOOBIG): remembered, never retried */
+    rl_ring_t *ring;             /* NULL when error is set */
     struct rl__ring_entry *next; /* older entries; never changes once published */
 } rl__ring_entry;
 
@@ -29,16 +30,17 @@ int rl__ring_cache_init(rl__ring_cache *c, const char *profile, uint32_t vnodes)
 void rl__ring_cache_destroy(rl__ring_cache *c);
 
 /* The ring for partition_cnt (>= 1), building it if needed. Errors: RL_ERANGE (the cache
- * already holds RL_KAFKA_RINGS_MAX rings), RL_ETOOBIG, RL_ENOMEM. */
+ * already holds RL_KAFKA_RINGS_MAX entries), RL_ETOOBIG (remembered: asking again is cheap),
+ * RL_ENOMEM (not remembered). */
 int rl__ring_cache_get(rl__ring_cache *c, int32_t partition_cnt, const rl_ring_t **ring);
 
-/* The ring for partition_cnt if it is built, else NULL. Lock-free, allocation-free. */
-static inline const rl_ring_t *rl__ring_cache_find(rl__ring_cache *c, int32_t partition_cnt)
+/* The entry of partition_cnt if there is one, else NULL. Lock-free, allocation-free. */
+static inline const rl__ring_entry *rl__ring_cache_find(rl__ring_cache *c, int32_t partition_cnt)
 {
     for (const rl__ring_entry *e = atomic_load_explicit(&c->head, memory_order_acquire); e;
          e = e->next)
         if (e->partition_cnt == partition_cnt)
-            return e->ring;
+            return e;
     return NULL;
 }
 

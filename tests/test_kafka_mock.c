@@ -88,10 +88,10 @@ static rd_kafka_t *new_producer(rd_kafka_conf_t *conf)
 static void produce_named(rd_kafka_t *rk, const char *topic, const void *key, size_t len,
                           size_t seq)
 {
-    rd_kafka_resp_err_t err = rd_kafka_producev(
-        rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, len), RD_KAFKA_V_VALUE("v", 1),
-        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE((void *)(uintptr_t)seq),
-        RD_KAFKA_V_END);
+    rd_kafka_resp_err_t err =
+        rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, len),
+                          RD_KAFKA_V_VALUE("v", 1), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                          RD_KAFKA_V_OPAQUE((void *)(uintptr_t)seq), RD_KAFKA_V_END);
     if (err)
         fail_msg("producev: %s", rd_kafka_err2str(err));
 }
@@ -119,10 +119,10 @@ static void warm_up(rd_kafka_t *rk, const char *topic, int32_t partitions, int32
     for (int32_t p = 0; p < partitions; p++) {
         if (p == skip)
             continue;
-        rd_kafka_resp_err_t err = rd_kafka_producev(
-            rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(p), RD_KAFKA_V_VALUE("w", 1),
-            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE((void *)UINTPTR_MAX),
-            RD_KAFKA_V_END);
+        rd_kafka_resp_err_t err =
+            rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(p),
+                              RD_KAFKA_V_VALUE("w", 1), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                              RD_KAFKA_V_OPAQUE((void *)UINTPTR_MAX), RD_KAFKA_V_END);
         if (err)
             fail_msg("producev: %s", rd_kafka_err2str(err));
     }
@@ -215,8 +215,8 @@ static void delivery_reports_follow_the_ring(void **state)
 
 /* Produces `n` messages whose keys are NULL (even seq) and empty (odd seq) to a 6-partition
  * topic and returns how many landed on each partition. */
-static void produce_null_keys(const rl_kafka_partitioner_options *o, const char *linger,
-                              size_t n, int counts[6], rl_kafka_partitioner_stats *st)
+static void produce_null_keys(const rl_kafka_partitioner_options *o, const char *linger, size_t n,
+                              int counts[6], rl_kafka_partitioner_stats *st)
 {
     static int runs;
     char topic[32];
@@ -302,9 +302,9 @@ static void skip_unavailable(void **state)
         rd_kafka_conf_t *conf = mock_conf(&r);
         rd_kafka_topic_conf_t *tconf = rd_kafka_topic_conf_new();
         char err[256];
-        assert_int_equal(rd_kafka_topic_conf_set(tconf, "message.timeout.ms", "2500", err,
-                                                 sizeof err),
-                         RD_KAFKA_CONF_OK);
+        assert_int_equal(
+            rd_kafka_topic_conf_set(tconf, "message.timeout.ms", "2500", err, sizeof err),
+            RD_KAFKA_CONF_OK);
         rl_kafka_partitioner_install(p, tconf);
         rd_kafka_conf_set_default_topic_conf(conf, tconf);
         char topic[32];
@@ -464,8 +464,7 @@ static void plugin_conf_copies(void **state)
                          filtered ? RD_KAFKA_CONF_UNKNOWN : RD_KAFKA_CONF_OK);
         if (!filtered)
             conf_set_ok(copy, "ringlane.vnodes", "30");
-        check_plugin_producer(copy, &r, filtered ? "copied-filtered" : "copied", 9, 0, "ds09",
-                              30);
+        check_plugin_producer(copy, &r, filtered ? "copied-filtered" : "copied", 9, 0, "ds09", 30);
     }
     free(r.d);
 }
@@ -493,15 +492,18 @@ static void plugin_bad_configuration(void **state)
         {"ringlane.null.key", "sticky",
          "ringlane.null.key: expected \"random\" or a partition number 0..2147483646"},
         {"ringlane.null.key", "-4", "ringlane.null.key: expected"},
-        {"ringlane.skip.unavailable", "maybe", "ringlane.skip.unavailable: expected true or "
-                                               "false"},
-        {"ringlane.topics", "a,,b", "ringlane.topics: expected a comma-separated list of topic "
-                                    "names (1..249 characters"},
+        {"ringlane.skip.unavailable", "maybe",
+         "ringlane.skip.unavailable: expected true or "
+         "false"},
+        {"ringlane.topics", "a,,b",
+         "ringlane.topics: expected a comma-separated list of topic "
+         "names (1..249 characters"},
         {"ringlane.topics", "has space", "ringlane.topics: expected"},
         {"ringlane.topics", long_topic, "ringlane.topics: expected"},
         {"ringlane.topics", "a,", "ringlane.topics: expected"},
-        {"ringlane.vnodez", "10", "ringlane.vnodez: unknown ringlane property (known: "
-                                  "ringlane.profile, ringlane.vnodes"},
+        {"ringlane.vnodez", "10",
+         "ringlane.vnodez: unknown ringlane property (known: "
+         "ringlane.profile, ringlane.vnodes"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         err[0] = 0;

@@ -35,8 +35,7 @@ static void same_ring_as_reference(void **state)
                 assert_rl_ok(rl_kafka_partitioner_partition(p, key, len, counts[ci], &got));
                 assert_int_equal(got, ref_partition(ref, key, len));
                 /* The callback answers the same without a topic. */
-                assert_int_equal(rl_kafka_partitioner_cb(NULL, key, len, counts[ci], p, NULL),
-                                 got);
+                assert_int_equal(rl_kafka_partitioner_cb(NULL, key, len, counts[ci], p, NULL), got);
             }
             rl_ring_free(ref);
         }
@@ -222,9 +221,8 @@ static void growth_moves_keys_to_new_partitions_only(void **state)
     const struct {
         const char *profile;
         int32_t from, to;
-    } cases[] = {{"default", 6, 8},  {"default", 4, 5},  {"default", 8, 12},
-                 {"default", 10, 11}, {"ds09", 6, 8},    {"ds09", 16, 24},
-                 {"default", 1, 2},  {"default", 3, 32}};
+    } cases[] = {{"default", 6, 8}, {"default", 4, 5}, {"default", 8, 12}, {"default", 10, 11},
+                 {"ds09", 6, 8},    {"ds09", 16, 24},  {"default", 1, 2},  {"default", 3, 32}};
     const uint64_t K = 100000;
     char key[64];
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
@@ -282,8 +280,9 @@ static void option_errors(void **state)
         int rc;
         const char *says;
     } bad[] = {
-        {"ringlane.profile", "nope", RL_EPROFILE, "ringlane.profile: unknown profile \"nope\" "
-                                                  "(valid: default, ds09"},
+        {"ringlane.profile", "nope", RL_EPROFILE,
+         "ringlane.profile: unknown profile \"nope\" "
+         "(valid: default, ds09"},
         {"ringlane.profile", "", RL_EPROFILE, "ringlane.profile: unknown profile"},
         {"ringlane.vnodes", "0", RL_ERANGE, "ringlane.vnodes: expected an integer 1..65536"},
         {"ringlane.vnodes", "65537", RL_ERANGE, "ringlane.vnodes: expected an integer 1..65536"},
@@ -304,9 +303,9 @@ static void option_errors(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         rl_kafka_partitioner_options before = o;
         err[0] = 0;
-        assert_int_equal(rl_kafka_partitioner_option_set(&o, bad[i].name, bad[i].value, err,
-                                                         sizeof err),
-                         bad[i].rc);
+        assert_int_equal(
+            rl_kafka_partitioner_option_set(&o, bad[i].name, bad[i].value, err, sizeof err),
+            bad[i].rc);
         if (!strstr(err, bad[i].says))
             fail_msg("%s=%s said \"%s\", wanted \"%s\"", bad[i].name, bad[i].value, err,
                      bad[i].says);

@@ -75,9 +75,8 @@ RL_EXTERN void rl_kafka_partitioner_options_init(rl_kafka_partitioner_options *o
  * value NULL restores the default. On error returns RL_EINVAL (unknown name, NULL opts or
  * name), RL_EPROFILE or RL_ERANGE, leaves opts unchanged and writes a one-line message naming
  * the property and its valid values to errstr (when errstr_size > 0). */
-RL_EXTERN int rl_kafka_partitioner_option_set(rl_kafka_partitioner_options *opts,
-                                              const char *name, const char *value, char *errstr,
-                                              size_t errstr_size);
+RL_EXTERN int rl_kafka_partitioner_option_set(rl_kafka_partitioner_options *opts, const char *name,
+                                              const char *value, char *errstr, size_t errstr_size);
 
 /* Makes a partitioner; opts NULL means the defaults. The profile name is resolved here, so
  * opts need not outlive the call. Errors: RL_EINVAL (NULL out, bad null_key),
