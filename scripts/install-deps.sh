@@ -5,6 +5,8 @@
 set -eu
 
 build="cmake make gcc pkg-config libxxhash-dev libcmocka-dev"
+# The Kafka partitioner: librdkafka, and kcat for the plugin's interoperability test.
+build="$build librdkafka-dev kcat"
 bench="valgrind"
 format="clang-format"
 

@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "kafka_test_util.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #define FLUSH_MS 30000
@@ -352,6 +353,87 @@ static void skip_unavailable(void **state)
     rl_ring_free(ref);
 }
 
+/* Several application threads produce at once through one partitioner, to topics of
+ * different partition counts that none of them has used before; librdkafka's main thread
+ * joins in for the messages queued before the topics' metadata arrived. */
+#define PRODUCERS 4
+#define PER_THREAD 300
+
+typedef struct producer_thread {
+    rd_kafka_t *rk;
+    int index;
+} producer_thread;
+
+static const int32_t concurrent_counts[] = {5, 7, 11};
+
+static void *produce_from_thread(void *arg)
+{
+    producer_thread *t = arg;
+    char key[64], topic[32];
+    for (size_t i = 0; i < PER_THREAD; i++) {
+        size_t seq = (size_t)t->index * PER_THREAD + i;
+        snprintf(topic, sizeof topic, "concurrent-%d", (int)concurrent_counts[seq % 3]);
+        size_t len = test_key(seq, key, sizeof key);
+        rd_kafka_resp_err_t err =
+            rd_kafka_producev(t->rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, len),
+                              RD_KAFKA_V_VALUE("v", 1), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                              RD_KAFKA_V_OPAQUE((void *)(uintptr_t)seq), RD_KAFKA_V_END);
+        if (err)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+static void concurrent_producers(void **state)
+{
+    (void)state;
+    const size_t n = PRODUCERS * PER_THREAD;
+    run r = {.d = calloc(n, sizeof(delivery)), .n = n};
+    assert_non_null(r.d);
+    rl_kafka_partitioner_t *p;
+    assert_rl_ok(rl_kafka_partitioner_new(NULL, &p));
+    rd_kafka_conf_t *conf = mock_conf(&r);
+    rd_kafka_topic_conf_t *tconf = rd_kafka_topic_conf_new();
+    rl_kafka_partitioner_install(p, tconf);
+    rd_kafka_conf_set_default_topic_conf(conf, tconf);
+    char topic[32];
+    for (int c = 0; c < 3; c++) {
+        snprintf(topic, sizeof topic, "concurrent-%d", (int)concurrent_counts[c]);
+        create_topic(topic, concurrent_counts[c]);
+    }
+    rd_kafka_t *rk = new_producer(conf);
+    pthread_t threads[PRODUCERS];
+    producer_thread args[PRODUCERS];
+    for (int i = 0; i < PRODUCERS; i++) {
+        args[i] = (producer_thread){.rk = rk, .index = i};
+        assert_int_equal(pthread_create(&threads[i], NULL, produce_from_thread, &args[i]), 0);
+    }
+    for (int i = 0; i < PRODUCERS; i++) {
+        void *ret;
+        assert_int_equal(pthread_join(threads[i], &ret), 0);
+        assert_null(ret);
+    }
+    flush_all(rk);
+    rl_ring_t *refs[3];
+    for (int c = 0; c < 3; c++)
+        refs[c] = ref_partition_ring("default", RL_VNODES_PROFILE, concurrent_counts[c]);
+    char key[64];
+    for (size_t seq = 0; seq < n; seq++) {
+        size_t len = test_key(seq, key, sizeof key);
+        assert_int_equal(r.d[seq].reported, 1);
+        assert_int_equal(r.d[seq].err, 0);
+        assert_int_equal(r.d[seq].partition, ref_partition(refs[seq % 3], key, len));
+    }
+    for (int c = 0; c < 3; c++)
+        rl_ring_free(refs[c]);
+    rl_kafka_partitioner_stats st;
+    assert_rl_ok(rl_kafka_partitioner_stats_get(p, &st));
+    assert_int_equal(st.rings, 3);
+    rd_kafka_destroy(rk);
+    rl_kafka_partitioner_destroy(p);
+    free(r.d);
+}
+
 /* --- the plugin --- */
 
 static const char *plugin_path(void)
@@ -571,6 +653,7 @@ int main(void)
         cmocka_unit_test(delivery_reports_follow_the_ring),
         cmocka_unit_test(null_and_empty_keys),
         cmocka_unit_test(skip_unavailable),
+        cmocka_unit_test(concurrent_producers),
         cmocka_unit_test(plugin_from_c_producer),
         cmocka_unit_test(plugin_conf_copies),
         cmocka_unit_test(plugin_bad_configuration),

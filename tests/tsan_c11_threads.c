@@ -144,8 +144,7 @@ int cnd_wait(cnd_t *c, mtx_t *m)
 
 int cnd_timedwait(cnd_t *restrict c, mtx_t *restrict m, const struct timespec *restrict abstime)
 {
-    return result(
-        pthread_cond_timedwait((pthread_cond_t *)c, (pthread_mutex_t *)m, abstime));
+    return result(pthread_cond_timedwait((pthread_cond_t *)c, (pthread_mutex_t *)m, abstime));
 }
 
 void cnd_destroy(cnd_t *c)
