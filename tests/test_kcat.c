@@ -151,8 +151,8 @@ static void run_kcat(const char *topic, const char *const *settings, kcat_result
     close(errfd);
     unlink(errpath);
     if (out->status == -1)
-        fail_msg("kcat did not finish within %.0f s and was killed; stderr:\n%s",
-                 KCAT_DEADLINE_S, out->err);
+        fail_msg("kcat did not finish within %.0f s and was killed; stderr:\n%s", KCAT_DEADLINE_S,
+                 out->err);
 }
 
 /* Copies bytes out of a consumed message. librdkafka frees the fetch buffer behind a message
@@ -251,8 +251,7 @@ static void kcat_places_keys_by_the_ring(void **state)
 
         int32_t partition_of[KEYS];
         read_back(topic, cases[c].partitions, partition_of);
-        rl_ring_t *ref = ref_partition_ring(cases[c].profile, cases[c].vnodes,
-                                            cases[c].partitions);
+        rl_ring_t *ref = ref_partition_ring(cases[c].profile, cases[c].vnodes, cases[c].partitions);
         for (uint64_t i = 0; i < KEYS; i++) {
             size_t len = test_key(i, key, sizeof key);
             if (partition_of[i] != ref_partition(ref, key, len))
@@ -309,8 +308,7 @@ static void kcat_reports_bad_configuration(void **state)
         run_kcat("kcat-never-created", settings, &res);
         assert_int_not_equal(res.status, 0);
         if (!strstr(res.err, bad[i].says))
-            fail_msg("kcat -X %s said:\n%s\nwanted \"%s\"", bad[i].setting, res.err,
-                     bad[i].says);
+            fail_msg("kcat -X %s said:\n%s\nwanted \"%s\"", bad[i].setting, res.err, bad[i].says);
     }
 }
 
