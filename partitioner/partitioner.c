@@ -148,11 +148,16 @@ static int32_t choose(rl_kafka_partitioner_t *p, const rd_kafka_topic_t *rkt, co
     if (!key || keylen == 0)
         return null_key_partition(p, rkt, partition_cnt);
     const rl__ring_entry *e = rl__ring_cache_find(&p->rings, partition_cnt);
-    const rl_ring_t *ring = e ? e->ring : NULL;
-    if (!ring && (e || rl__ring_cache_get(&p->rings, partition_cnt, &ring) != 0))
+    if (!e) {
+        const rl_ring_t *built;
+        rl__ring_cache_get(&p->rings, partition_cnt, &built);
+        e = rl__ring_cache_find(&p->rings, partition_cnt);
+    }
+    if (!e || !e->ring)
         return fallback_partition(p, key, keylen, partition_cnt);
+    const rl_ring_t *ring = e->ring;
     uint32_t node;
-    int rc = rl_ring_lookup(ring, key, keylen, &node);
+    int rc = rl__ring_entry_lookup(e, key, keylen, &node);
     if (rc == RL_EBADKEY)
         return null_key_partition(p, rkt, partition_cnt);
     if (rc != 0 || node >= (uint32_t)partition_cnt)
