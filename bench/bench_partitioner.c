@@ -7,8 +7,8 @@
  * 2. Throughput: N keyed messages produced to a topic of P partitions on librdkafka's mock
  *    cluster (3 brokers on 127.0.0.1 in this process), once with each partitioner per round,
  *    alternating; median messages/s and the ratio ring / murmur2_random.
- * --only percall-ring | percall-murmur2 runs just that loop (for instruction counts under
- * valgrind --tool=callgrind). */
+ * --only percall-ring | percall-murmur2 runs just that loop, for --partitions P (for instruction
+ * counts under valgrind --tool=callgrind: the inclusive cost of per_call / --calls). */
 #define _POSIX_C_SOURCE 200809L
 #include "ringlane/partitioner.h"
 #include "ringlane/ringlane.h"
@@ -63,7 +63,7 @@ static double per_call(partitioner_fn fn, void *opaque, int32_t partitions, long
     return t * 1e9 / (double)calls;
 }
 
-static void bench_per_call(int rounds, long calls, const char *only)
+static void bench_per_call(int rounds, long calls, const char *only, int32_t only_partitions)
 {
     rl_kafka_partitioner_t *p;
     if (rl_kafka_partitioner_new(NULL, &p) != 0)
@@ -72,13 +72,11 @@ static void bench_per_call(int rounds, long calls, const char *only)
     uint64_t sink = 0;
     if (only) {
         int ring = strcmp(only, "percall-ring") == 0;
-        for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
-            rl_kafka_partitioner_cb(NULL, "warm", 4, counts[c], p, NULL); /* build outside */
-            per_call(ring ? rl_kafka_partitioner_cb : rd_kafka_msg_partitioner_murmur2_random,
-                     ring ? (void *)p : NULL, counts[c], calls, &sink);
-        }
-        printf("%s: %zu partition counts x %ld calls (sink %llu)\n", only,
-               sizeof counts / sizeof *counts, calls, (unsigned long long)sink);
+        rl_kafka_partitioner_cb(NULL, "warm", 4, only_partitions, p, NULL); /* build outside */
+        per_call(ring ? rl_kafka_partitioner_cb : rd_kafka_msg_partitioner_murmur2_random,
+                 ring ? (void *)p : NULL, only_partitions, calls, &sink);
+        printf("%s: %d partitions x %ld calls (sink %llu)\n", only, (int)only_partitions, calls,
+               (unsigned long long)sink);
         rl_kafka_partitioner_destroy(p);
         return;
     }
@@ -89,8 +87,8 @@ static void bench_per_call(int rounds, long calls, const char *only)
         rl_kafka_partitioner_cb(NULL, "warm", 4, counts[c], p, NULL);
         for (int r = 0; r < rounds; r++) {
             double a = per_call(rl_kafka_partitioner_cb, p, counts[c], calls, &sink);
-            double b = per_call(rd_kafka_msg_partitioner_murmur2_random, NULL, counts[c], calls,
-                                &sink);
+            double b =
+                per_call(rd_kafka_msg_partitioner_murmur2_random, NULL, counts[c], calls, &sink);
             best_ring = a < best_ring ? a : best_ring;
             best_mm = b < best_mm ? b : best_mm;
         }
@@ -145,8 +143,8 @@ static double produce_run(const char *bootstraps, const char *topic, rl_kafka_pa
         rd_kafka_conf_set(conf, "linger.ms", "5", err, sizeof err) ||
         rd_kafka_conf_set(conf, "queue.buffering.max.messages", "2000000", err, sizeof err) ||
         rd_kafka_conf_set(conf, "queue.buffering.max.kbytes", "2000000", err, sizeof err) ||
-        (!ring && rd_kafka_topic_conf_set(tconf, "partitioner", "murmur2_random", err,
-                                          sizeof err))) {
+        (!ring &&
+         rd_kafka_topic_conf_set(tconf, "partitioner", "murmur2_random", err, sizeof err))) {
         fprintf(stderr, "bench: %s\n", err);
         exit(1);
     }
@@ -172,10 +170,10 @@ static double produce_run(const char *bootstraps, const char *topic, rl_kafka_pa
     for (long i = 0; i < messages; i++) {
         size_t k = (size_t)(i % KEYS);
         rd_kafka_resp_err_t e;
-        while ((e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic),
-                                      RD_KAFKA_V_KEY(keys[k], key_len[k]),
-                                      RD_KAFKA_V_VALUE((void *)value, sizeof value),
-                                      RD_KAFKA_V_END)) == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+        while (
+            (e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(keys[k], key_len[k]),
+                                   RD_KAFKA_V_VALUE((void *)value, sizeof value),
+                                   RD_KAFKA_V_END)) == RD_KAFKA_RESP_ERR__QUEUE_FULL)
             rd_kafka_poll(rk, 1);
         if (e)
             break;
@@ -208,8 +206,8 @@ static void bench_throughput(int rounds, long messages, int32_t partitions)
     printf("\nthroughput: %ld keyed messages (100-byte values, %d keys) to %d partitions, "
            "mock cluster of 3 brokers\n",
            messages, KEYS, (int)partitions);
-    printf("%5s  %12s  %12s  %7s  %13s  %13s\n", "round", "ring msg/s", "murmur2 msg/s",
-           "ratio", "ring cpu ns", "murmur2 cpu ns");
+    printf("%5s  %12s  %12s  %7s  %13s  %13s\n", "round", "ring msg/s", "murmur2 msg/s", "ratio",
+           "ring cpu ns", "murmur2 cpu ns");
     for (int r = 0; r < rounds; r++) {
         /* Alternate which goes first, so neither always meets a warmer machine. */
         if (r % 2) {
@@ -271,10 +269,10 @@ int main(int argc, char **argv)
         key_len[i] = (size_t)n;
     }
     if (only) {
-        bench_per_call(1, calls, only);
+        bench_per_call(1, calls, only, partitions);
         return 0;
     }
-    bench_per_call(rounds, calls, NULL);
+    bench_per_call(rounds, calls, NULL, 0);
     bench_throughput(rounds, messages, partitions);
     return 0;
 }
