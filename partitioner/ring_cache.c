@@ -67,15 +67,20 @@ static void build_buckets(rl__ring_entry *e)
         }
         b[(pos & e->hash_mask) >> shift] = RL__BUCKET_MIXED;
     }
-    /* No point inside [start, end]: every hash there has the successor of start. */
+    /* No point inside [start, end]: every hash there has the successor of start. A run of
+     * such buckets has no point inside either, so one lookup serves the whole run. */
+    int in_run = 0;
+    uint32_t owner = 0;
     for (size_t i = 0; i < n; i++) {
-        uint32_t owner;
-        if (b[i] == RL__BUCKET_MIXED)
+        if (b[i] == RL__BUCKET_MIXED) {
+            in_run = 0;
             continue;
-        if (rl_ring_lookup_hash(r, (uint64_t)i << shift, &owner) != 0) {
+        }
+        if (!in_run && rl_ring_lookup_hash(r, (uint64_t)i << shift, &owner) != 0) {
             free(b);
             return;
         }
+        in_run = 1;
         b[i] = (uint16_t)owner;
     }
     e->buckets = b;

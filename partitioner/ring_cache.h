@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RL__BUCKETS_MAX 65536u   /* at most 128 KiB of bucket table per ring */
+#define RL__BUCKETS_MAX 1048576u /* at most 2 MiB of bucket table per ring */
 #define RL__BUCKET_MIXED 0xFFFFu /* a bucket with a point inside: ask the ring */
 
 typedef struct rl__ring_entry {
