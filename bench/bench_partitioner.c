@@ -1,14 +1,18 @@
 /* The ring partitioner against librdkafka's built-in murmur2_random, in the same run.
  *
- *   bench_partitioner [--messages N] [--rounds R] [--partitions P] [--calls C] [--only WHAT]
+ *   bench_partitioner [--messages N] [--rounds R] [--partitions P] [--vnodes V] [--calls C]
+ *                     [--only WHAT]
  *
  * 1. Per call: the partitioner callback vs rd_kafka_msg_partitioner_murmur2_random on the
  *    same keys, ns per call (best of R interleaved rounds), for several partition counts.
  * 2. Throughput: N keyed messages produced to a topic of P partitions on librdkafka's mock
  *    cluster (3 brokers on 127.0.0.1 in this process), once with each partitioner per round,
- *    alternating; median messages/s and the ratio ring / murmur2_random.
- * --only percall-ring | percall-murmur2 runs just that loop, for --partitions P (for instruction
- * counts under valgrind --tool=callgrind: the inclusive cost of per_call / --calls). */
+ *    alternating; median messages/s and the ratio ring / murmur2_random, the CPU time per
+ *    message, and how evenly each partitioner spread the messages over partitions and brokers
+ *    (the ring's spread depends on its vnodes: --vnodes, default the profile's 160).
+ * --only percall-ring | percall-murmur2 runs just that loop, for --partitions P, and
+ * --only produce-ring | produce-murmur2 one throughput run of N messages: for instruction counts
+ * under valgrind --tool=callgrind (inclusive cost of per_call / --calls; total / N). */
 #define _POSIX_C_SOURCE 200809L
 #include "ringlane/partitioner.h"
 #include "ringlane/ringlane.h"
@@ -187,7 +191,35 @@ static double produce_run(const char *bootstraps, const char *topic, rl_kafka_pa
     return c.delivered == messages && c.failed == 0 ? (double)messages / t : 0;
 }
 
-static void bench_throughput(int rounds, long messages, int32_t partitions)
+/* Messages per partition for one pass over the keys, and max/mean over partitions and over
+ * the 3 mock brokers (the mock cluster gives partition p a leader by round robin). */
+static void spread(rl_kafka_partitioner_t *ring, int32_t partitions, double *part_max,
+                   double *broker_max)
+{
+    long *count = calloc((size_t)partitions, sizeof *count);
+    long broker[3] = {0, 0, 0};
+    if (!count)
+        exit(1);
+    for (int k = 0; k < KEYS; k++) {
+        int32_t p = ring
+                        ? rl_kafka_partitioner_cb(NULL, keys[k], key_len[k], partitions, ring, NULL)
+                        : rd_kafka_msg_partitioner_murmur2_random(NULL, keys[k], key_len[k],
+                                                                  partitions, NULL, NULL);
+        count[p]++;
+        broker[p % 3]++;
+    }
+    long mp = 0, mb = 0;
+    for (int32_t p = 0; p < partitions; p++)
+        mp = count[p] > mp ? count[p] : mp;
+    for (int b = 0; b < 3; b++)
+        mb = broker[b] > mb ? broker[b] : mb;
+    *part_max = (double)mp / ((double)KEYS / partitions);
+    *broker_max = partitions >= 3 ? (double)mb / ((double)KEYS / 3) : 1.0;
+    free(count);
+}
+
+static void bench_throughput(int rounds, long messages, int32_t partitions, uint32_t vnodes,
+                             const char *only)
 {
     char err[512];
     rd_kafka_conf_t *hconf = rd_kafka_conf_new();
@@ -198,14 +230,33 @@ static void bench_throughput(int rounds, long messages, int32_t partitions)
         fprintf(stderr, "bench: cannot start the mock cluster\n");
         exit(1);
     }
+    rl_kafka_partitioner_options o;
+    rl_kafka_partitioner_options_init(&o);
+    o.vnodes = vnodes;
     rl_kafka_partitioner_t *p;
-    if (rl_kafka_partitioner_new(NULL, &p) != 0)
+    if (rl_kafka_partitioner_new(&o, &p) != 0)
         exit(1);
     double ring[MAX_ROUNDS], mm[MAX_ROUNDS], ring_cpu[MAX_ROUNDS], mm_cpu[MAX_ROUNDS];
     const char *servers = rd_kafka_mock_cluster_bootstraps(mock);
     printf("\nthroughput: %ld keyed messages (100-byte values, %d keys) to %d partitions, "
            "mock cluster of 3 brokers\n",
            messages, KEYS, (int)partitions);
+    if (only) {
+        double cpu;
+        int ring_only = strcmp(only, "produce-ring") == 0;
+        double rate = produce_run(servers, "bench", ring_only ? p : NULL, messages, &cpu);
+        printf("%s: %.0f msg/s, %.0f cpu ns/msg\n", only, rate, cpu);
+        rl_kafka_partitioner_destroy(p);
+        rd_kafka_mock_cluster_destroy(mock);
+        rd_kafka_destroy(host);
+        return;
+    }
+    double rp, rb, mp, mb;
+    spread(p, partitions, &rp, &rb);
+    spread(NULL, partitions, &mp, &mb);
+    printf("spread (max/mean messages): ring (%u vnodes) %.3f per partition, %.3f per broker; "
+           "murmur2_random %.3f per partition, %.3f per broker\n",
+           vnodes == RL_VNODES_PROFILE ? 160u : vnodes, rp, rb, mp, mb);
     printf("%5s  %12s  %12s  %7s  %13s  %13s\n", "round", "ring msg/s", "murmur2 msg/s", "ratio",
            "ring cpu ns", "murmur2 cpu ns");
     for (int r = 0; r < rounds; r++) {
@@ -242,6 +293,7 @@ int main(int argc, char **argv)
     long messages = 200000, calls = 2000000;
     int rounds = 7;
     int32_t partitions = 12;
+    uint32_t vnodes = RL_VNODES_PROFILE;
     const char *only = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--messages") == 0)
@@ -250,6 +302,8 @@ int main(int argc, char **argv)
             rounds = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--partitions") == 0)
             partitions = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--vnodes") == 0)
+            vnodes = (uint32_t)atol(argv[i + 1]);
         else if (strcmp(argv[i], "--calls") == 0)
             calls = atol(argv[i + 1]);
         else if (strcmp(argv[i], "--only") == 0)
@@ -259,7 +313,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (messages < 1 || calls < 1 || rounds < 1 || rounds > MAX_ROUNDS || partitions < 1) {
+    if (messages < 1 || calls < 1 || rounds < 1 || rounds > MAX_ROUNDS || partitions < 1 ||
+        vnodes < 1 || (vnodes > RL_VNODES_MAX && vnodes != RL_VNODES_PROFILE)) {
         fprintf(stderr, "bench_partitioner: bad arguments\n");
         return 2;
     }
@@ -268,11 +323,15 @@ int main(int argc, char **argv)
                       : snprintf(keys[i], sizeof keys[i], "order-%08x", (unsigned)i * 2654435761u);
         key_len[i] = (size_t)n;
     }
+    if (only && strncmp(only, "produce-", 8) == 0) {
+        bench_throughput(1, messages, partitions, vnodes, only);
+        return 0;
+    }
     if (only) {
         bench_per_call(1, calls, only, partitions);
         return 0;
     }
     bench_per_call(rounds, calls, NULL, 0);
-    bench_throughput(rounds, messages, partitions);
+    bench_throughput(rounds, messages, partitions, vnodes, NULL);
     return 0;
 }
