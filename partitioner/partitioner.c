@@ -148,11 +148,8 @@ static int32_t choose(rl_kafka_partitioner_t *p, const rd_kafka_topic_t *rkt, co
     if (!key || keylen == 0)
         return null_key_partition(p, rkt, partition_cnt);
     const rl__ring_entry *e = rl__ring_cache_find(&p->rings, partition_cnt);
-    if (!e) {
-        const rl_ring_t *built;
-        rl__ring_cache_get(&p->rings, partition_cnt, &built);
-        e = rl__ring_cache_find(&p->rings, partition_cnt);
-    }
+    if (!e) /* first use of this partition count: build (once, whoever comes first) */
+        e = rl__ring_cache_obtain(&p->rings, partition_cnt, NULL);
     if (!e || !e->ring)
         return fallback_partition(p, key, keylen, partition_cnt);
     const rl_ring_t *ring = e->ring;

@@ -120,40 +120,49 @@ static void publish(rl__ring_cache *c, rl__ring_entry *e)
     c->count++;
 }
 
-int rl__ring_cache_get(rl__ring_cache *c, int32_t partition_cnt, const rl_ring_t **ring)
+const rl__ring_entry *rl__ring_cache_obtain(rl__ring_cache *c, int32_t partition_cnt, int *err)
 {
     const rl__ring_entry *found = rl__ring_cache_find(c, partition_cnt);
-    if (!found) {
-        pthread_mutex_lock(&c->build_lock);
-        /* Another thread may have built it while this one waited. */
-        found = rl__ring_cache_find(c, partition_cnt);
-        int rc = 0;
-        if (!found && c->count >= RL_KAFKA_RINGS_MAX)
-            rc = RL_ERANGE;
-        rl__ring_entry *e = NULL;
-        if (!found && rc == 0 && !(e = calloc(1, sizeof *e)))
-            rc = RL_ENOMEM;
-        if (e) {
-            e->partition_cnt = partition_cnt;
-            rc = rl__partition_ring_build(partition_cnt, c->profile, c->vnodes, &e->ring);
-            if (rc == 0) {
-                build_buckets(e);
-                atomic_fetch_add_explicit(&c->builds, 1, memory_order_relaxed);
-            }
-            e->error = rc;
-            if (rc == 0 || rc == RL_ETOOBIG) { /* a ring, or a count that can never have one */
-                publish(c, e);
-                found = e;
-            } else {
-                free(e);
-            }
+    if (found)
+        return found;
+    pthread_mutex_lock(&c->build_lock);
+    /* Another thread may have built it while this one waited. */
+    found = rl__ring_cache_find(c, partition_cnt);
+    int rc = 0;
+    if (!found && c->count >= RL_KAFKA_RINGS_MAX)
+        rc = RL_ERANGE;
+    rl__ring_entry *e = NULL;
+    if (!found && rc == 0 && !(e = calloc(1, sizeof *e)))
+        rc = RL_ENOMEM;
+    if (e) {
+        e->partition_cnt = partition_cnt;
+        rc = rl__partition_ring_build(partition_cnt, c->profile, c->vnodes, &e->ring);
+        if (rc == 0) {
+            build_buckets(e);
+            atomic_fetch_add_explicit(&c->builds, 1, memory_order_relaxed);
         }
-        pthread_mutex_unlock(&c->build_lock);
-        if (!found)
-            return rc;
+        e->error = rc;
+        if (rc == 0 || rc == RL_ETOOBIG) { /* a ring, or a count that can never have one */
+            publish(c, e);
+            found = e;
+        } else {
+            free(e);
+        }
     }
-    if (found->error)
-        return found->error;
-    *ring = found->ring;
+    pthread_mutex_unlock(&c->build_lock);
+    if (!found && err)
+        *err = rc;
+    return found;
+}
+
+int rl__ring_cache_get(rl__ring_cache *c, int32_t partition_cnt, const rl_ring_t **ring)
+{
+    int rc = 0;
+    const rl__ring_entry *e = rl__ring_cache_obtain(c, partition_cnt, &rc);
+    if (!e)
+        return rc;
+    if (e->error)
+        return e->error;
+    *ring = e->ring;
     return 0;
 }

@@ -40,6 +40,11 @@ typedef struct rl__ring_cache {
 int rl__ring_cache_init(rl__ring_cache *c, const char *profile, uint32_t vnodes);
 void rl__ring_cache_destroy(rl__ring_cache *c);
 
+/* The entry for partition_cnt (>= 1), building its ring if needed: one with a ring, or one
+ * that remembers why there can be none (e->error). NULL, with *err set, when no entry could be
+ * made (RL_ERANGE: RL_KAFKA_RINGS_MAX entries already; RL_ENOMEM). */
+const rl__ring_entry *rl__ring_cache_obtain(rl__ring_cache *c, int32_t partition_cnt, int *err);
+
 /* The ring for partition_cnt (>= 1), building it if needed. Errors: RL_ERANGE (the cache
  * already holds RL_KAFKA_RINGS_MAX entries), RL_ETOOBIG (remembered: asking again is cheap),
  * RL_ENOMEM (not remembered). */
