@@ -43,8 +43,8 @@ static void build_buckets(rl__ring_entry *e)
     const rl_ring_t *r = e->ring;
     unsigned bits = rl_ring_hash_bits(r);
     size_t points = rl_ring_point_count(r);
-    e->hash_mask = bits >= 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
-    if (points == 0 || rl_ring_member_count(r) >= RL__BUCKET_MIXED)
+    e->hash_mask = bits == 0 || bits >= 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
+    if (bits == 0 || bits > 64 || points == 0 || rl_ring_member_count(r) >= RL__BUCKET_MIXED)
         return;
     /* About 16 buckets per point, so that most buckets hold no point. */
     unsigned log2b = 0;

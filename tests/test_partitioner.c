@@ -69,6 +69,43 @@ static void same_ring_as_reference(void **state)
     rl_kafka_partitioner_destroy(p);
 }
 
+/* Every profile the library has, including any added after this suite was written: the
+ * partitioner (ring cache and bucket table) answers exactly what the reference ring does for
+ * every key the profile can hash. */
+static void every_profile_agrees(void **state)
+{
+    (void)state;
+    const int32_t counts[] = {1, 3, 8, 40};
+    char key[64];
+    for (size_t pi = 0; pi < rl_profile_count(); pi++) {
+        const char *profile = rl_profile_at(pi)->name;
+        rl_kafka_partitioner_t *p = make(profile, RL_VNODES_PROFILE);
+        for (size_t ci = 0; ci < sizeof counts / sizeof *counts; ci++) {
+            rl_ring_t *ref = ref_partition_ring(profile, RL_VNODES_PROFILE, counts[ci]);
+            for (uint64_t i = 0; i < 4000; i++) {
+                /* Half the keys start with 4 hex digits, so that turnstone-like profiles
+                 * get keys they can hash too. */
+                size_t len = i % 2 ? test_key(i, key, sizeof key)
+                                   : (size_t)snprintf(key, sizeof key, "%04llx:%llu",
+                                                      (unsigned long long)(i * 40503 % 65536),
+                                                      (unsigned long long)i);
+                uint32_t node;
+                int rc = rl_ring_lookup(ref, key, len, &node);
+                if (rc == RL_EBADKEY)
+                    continue;
+                assert_rl_ok(rc);
+                int32_t got;
+                assert_rl_ok(rl_kafka_partitioner_partition(p, key, len, counts[ci], &got));
+                if (got != (int32_t)node)
+                    fail_msg("profile %s, %d partitions: key %s -> %d, ring says %u", profile,
+                             (int)counts[ci], key, (int)got, node);
+            }
+            rl_ring_free(ref);
+        }
+        rl_kafka_partitioner_destroy(p);
+    }
+}
+
 /* What `ringlane route --partitions P` prints is what the partitioner answers. */
 static void same_as_cli(void **state)
 {
@@ -445,6 +482,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(same_ring_as_reference),
+        cmocka_unit_test(every_profile_agrees),
         cmocka_unit_test(same_as_cli),
         cmocka_unit_test(always_in_range),
         cmocka_unit_test(null_key_policy),
