@@ -62,6 +62,17 @@ static inline size_t test_key(uint64_t i, char *buf, size_t size)
     return (size_t)n;
 }
 
+/* A new temporary file "<dir>/rl-<stem>-XXXXXX" in $TMPDIR, else the working directory (the
+ * test's build directory). Returns its descriptor; path receives the name. */
+static inline int temp_file(char *path, size_t size, const char *stem)
+{
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, size, "%s/rl-%s-XXXXXX", dir && *dir ? dir : ".", stem);
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    return fd;
+}
+
 static inline double now_s(void)
 {
     struct timespec ts;

@@ -18,7 +18,7 @@
 static rd_kafka_t *mock_host;
 static rd_kafka_mock_cluster_t *mock;
 static char kcat[4096];
-static char input_path[64];
+static char input_path[4096];
 
 /* kcat from $RINGLANE_KCAT or the PATH; "" when there is none. */
 static void find_kcat(void)
@@ -55,10 +55,7 @@ static int setup(void **state)
     if (!mock)
         return -1;
     /* The input: "<key>\t<value>" lines. */
-    snprintf(input_path, sizeof input_path, "/tmp/rl-kcat-input-XXXXXX");
-    int fd = mkstemp(input_path);
-    if (fd < 0)
-        return -1;
+    int fd = temp_file(input_path, sizeof input_path, "kcat-input");
     FILE *f = fdopen(fd, "w");
     char key[64];
     for (uint64_t i = 0; i < KEYS; i++) {
@@ -88,9 +85,8 @@ static void run_kcat(const char *topic, const char *const *settings, kcat_result
 {
     const char *plugin = getenv("RINGLANE_PLUGIN");
     assert_non_null(plugin);
-    char errpath[] = "/tmp/rl-kcat-stderr-XXXXXX";
-    int errfd = mkstemp(errpath);
-    assert_true(errfd >= 0);
+    char errpath[4096];
+    int errfd = temp_file(errpath, sizeof errpath, "kcat-stderr");
 
     char plugin_x[4200];
     snprintf(plugin_x, sizeof plugin_x, "plugin.library.paths=%s", plugin);

@@ -113,9 +113,8 @@ static void same_as_cli(void **state)
     const char *cli = getenv("RINGLANE_CLI");
     if (!cli)
         skip();
-    char path[] = "/tmp/rl-partitioner-keys-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
+    char path[4096];
+    int fd = temp_file(path, sizeof path, "partitioner-keys");
     FILE *f = fdopen(fd, "w");
     assert_non_null(f);
     char key[64];
@@ -129,7 +128,7 @@ static void same_as_cli(void **state)
         int32_t partitions;
     } cases[] = {{"default", 6}, {"default", 8}, {"ds09", 12}, {"xmur3", 5}};
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-        char cmd[1024];
+        char cmd[9000];
         snprintf(cmd, sizeof cmd, "'%s' route --profile %s --partitions %d < '%s'", cli,
                  cases[c].profile, (int)cases[c].partitions, path);
         FILE *out = popen(cmd, "r");
