@@ -154,7 +154,7 @@ static int32_t choose(rl_kafka_partitioner_t *p, const rd_kafka_topic_t *rkt, co
         return fallback_partition(p, key, keylen, partition_cnt);
     const rl_ring_t *ring = e->ring;
     uint32_t node;
-    int rc = rl__ring_entry_lookup(e, key, keylen, &node);
+    int rc = rl_ring_lookup(e->ring, key, keylen, &node);
     if (rc == RL_EBADKEY)
         return null_key_partition(p, rkt, partition_cnt);
     if (rc != 0 || node >= (uint32_t)partition_cnt)

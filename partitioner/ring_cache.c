@@ -36,57 +36,6 @@ int rl__partition_ring_build(int32_t n, const char *profile, uint32_t vnodes, rl
     return rc;
 }
 
-/* Fills e->buckets for e->ring (see rl__ring_entry). Without the table lookups still work,
- * so any failure here just leaves it out. */
-static void build_buckets(rl__ring_entry *e)
-{
-    const rl_ring_t *r = e->ring;
-    unsigned bits = rl_ring_hash_bits(r);
-    size_t points = rl_ring_point_count(r);
-    e->hash_mask = bits == 0 || bits >= 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
-    if (bits == 0 || bits > 64 || points == 0 || rl_ring_member_count(r) >= RL__BUCKET_MIXED)
-        return;
-    /* About 16 buckets per point, so that most buckets hold no point. */
-    unsigned log2b = 0;
-    while ((UINT64_C(1) << log2b) < (uint64_t)points * 16 && (1u << log2b) < RL__BUCKETS_MAX &&
-           log2b < bits)
-        log2b++;
-    size_t n = (size_t)1 << log2b;
-    unsigned shift = bits - log2b;
-    uint16_t *b = malloc(n * sizeof *b);
-    if (!b)
-        return;
-    for (size_t i = 0; i < n; i++)
-        b[i] = 0;
-    for (size_t i = 0; i < points; i++) {
-        uint64_t pos;
-        uint32_t node;
-        if (rl_ring_point(r, i, &pos, &node) != 0) { /* a profile without points */
-            free(b);
-            return;
-        }
-        b[(pos & e->hash_mask) >> shift] = RL__BUCKET_MIXED;
-    }
-    /* No point inside [start, end]: every hash there has the successor of start. A run of
-     * such buckets has no point inside either, so one lookup serves the whole run. */
-    int in_run = 0;
-    uint32_t owner = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (b[i] == RL__BUCKET_MIXED) {
-            in_run = 0;
-            continue;
-        }
-        if (!in_run && rl_ring_lookup_hash(r, (uint64_t)i << shift, &owner) != 0) {
-            free(b);
-            return;
-        }
-        in_run = 1;
-        b[i] = (uint16_t)owner;
-    }
-    e->buckets = b;
-    e->bucket_shift = shift;
-}
-
 int rl__ring_cache_init(rl__ring_cache *c, const char *profile, uint32_t vnodes)
 {
     atomic_init(&c->head, NULL);
@@ -103,7 +52,6 @@ void rl__ring_cache_destroy(rl__ring_cache *c)
     while (e) {
         rl__ring_entry *next = e->next;
         rl_ring_free(e->ring);
-        free(e->buckets);
         free(e);
         e = next;
     }
@@ -137,10 +85,8 @@ const rl__ring_entry *rl__ring_cache_obtain(rl__ring_cache *c, int32_t partition
     if (e) {
         e->partition_cnt = partition_cnt;
         rc = rl__partition_ring_build(partition_cnt, c->profile, c->vnodes, &e->ring);
-        if (rc == 0) {
-            build_buckets(e);
+        if (rc == 0)
             atomic_fetch_add_explicit(&c->builds, 1, memory_order_relaxed);
-        }
         e->error = rc;
         if (rc == 0 || rc == RL_ETOOBIG) { /* a ring, or a count that can never have one */
             publish(c, e);

@@ -11,20 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RL__BUCKETS_MAX 1048576u /* at most 2 MiB of bucket table per ring */
-#define RL__BUCKET_MIXED 0xFFFFu /* a bucket with a point inside: ask the ring */
-
 typedef struct rl__ring_entry {
     int32_t partition_cnt;
     int error;       /* why there is no ring (RL_ETOOBIG): remembered, never retried */
     rl_ring_t *ring; /* NULL when error is set */
-    /* A shortcut in front of the ring's binary search: the hash space cut into equal buckets;
-     * a bucket with no point inside has one owner for all its hashes, stored here, whatever
-     * the profile's successor rule. NULL when the ring has no points to list or 65535 or more
-     * members. */
-    uint16_t *buckets;
-    unsigned bucket_shift;       /* bucket of hash h: h >> bucket_shift */
-    uint64_t hash_mask;          /* the ring's width */
     struct rl__ring_entry *next; /* older entries; never changes once published */
 } rl__ring_entry;
 
@@ -58,26 +48,6 @@ static inline const rl__ring_entry *rl__ring_cache_find(rl__ring_cache *c, int32
         if (e->partition_cnt == partition_cnt)
             return e;
     return NULL;
-}
-
-/* The owner of a key on an entry's ring: exactly rl_ring_lookup(), usually without the
- * binary search. */
-static inline int rl__ring_entry_lookup(const rl__ring_entry *e, const void *key, size_t len,
-                                        uint32_t *node)
-{
-    uint64_t h;
-    int rc = rl_ring_hash_key(e->ring, key, len, &h);
-    if (rc)
-        return rc;
-    h &= e->hash_mask;
-    if (e->buckets) {
-        uint16_t owner = e->buckets[h >> e->bucket_shift];
-        if (owner != RL__BUCKET_MIXED) {
-            *node = owner;
-            return 0;
-        }
-    }
-    return rl_ring_lookup_hash(e->ring, h, node);
 }
 
 /* Builds the ring of `ringlane route --partitions n`: members "0".."n-1", weight 1. */
