@@ -4,7 +4,7 @@
 # `make test` and `make demo` need), bench, format.
 set -eu
 
-build="cmake make gcc pkg-config libxxhash-dev libcmocka-dev"
+build="cmake make gcc pkg-config libxxhash-dev libcmocka-dev libuv1-dev"
 bench="valgrind"
 format="clang-format"
 

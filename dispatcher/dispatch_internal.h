@@ -1,0 +1,210 @@
+/* Internals shared by the dispatcher's source files. Not installed.
+ *
+ * Locks, in the only order they are ever nested:
+ *   wait_mu -> route_lock (read) -> one lane's mu
+ *   route_lock (write) -> one lane's mu            (lane changes, close)
+ *   one lane's mu -> returned_mu
+ * No code holds two lane mutexes at once. space_mu and wait_mu are taken with no other lock held
+ * (wait_mu is the outermost in rl_dispatch_wait_tag). */
+#ifndef RINGLANE_DISPATCH_INTERNAL_H
+#define RINGLANE_DISPATCH_INTERNAL_H
+
+#include "ringlane/dispatcher.h"
+#include "ringlane/error.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <uv.h>
+
+/* A job as the dispatcher holds it: the public view first. */
+typedef struct rl__job {
+    rl_dispatch_job pub;
+    struct rl__job *next; /* in one queue, parked list, or the completion stack */
+    uint64_t submit_ns;
+    int outcome;
+} rl__job;
+
+/* A FIFO of jobs (singly linked, with a tail for O(1) append). */
+typedef struct rl__jobq {
+    rl__job *head, *tail;
+    size_t len;
+} rl__jobq;
+
+static inline void rl__jobq_push(rl__jobq *q, rl__job *j)
+{
+    j->next = NULL;
+    if (q->tail)
+        q->tail->next = j;
+    else
+        q->head = j;
+    q->tail = j;
+    q->len++;
+}
+
+static inline rl__job *rl__jobq_pop(rl__jobq *q)
+{
+    rl__job *j = q->head;
+    if (j) {
+        q->head = j->next;
+        if (!q->head)
+            q->tail = NULL;
+        q->len--;
+        j->next = NULL;
+    }
+    return j;
+}
+
+/* Moves all of src to the end of dst. */
+static inline void rl__jobq_append(rl__jobq *dst, rl__jobq *src)
+{
+    if (!src->head)
+        return;
+    if (dst->tail)
+        dst->tail->next = src->head;
+    else
+        dst->head = src->head;
+    dst->tail = src->tail;
+    dst->len += src->len;
+    *src = (rl__jobq){0};
+}
+
+/* Moves all of src to the front of dst. */
+static inline void rl__jobq_prepend(rl__jobq *dst, rl__jobq *src)
+{
+    if (!src->head)
+        return;
+    src->tail->next = dst->head;
+    if (!dst->head)
+        dst->tail = src->tail;
+    dst->head = src->head;
+    dst->len += src->len;
+    *src = (rl__jobq){0};
+}
+
+/* Sorts a queue by submission sequence (a stable merge sort; allocates nothing). */
+void rl__jobq_sort_seq(rl__jobq *q);
+
+struct rl__lane;
+
+/* A lane's fence: the key of its in-flight job moved to another lane (the holder) during a
+ * change; jobs of that key wait in `parked` until this lane finishes the job. See
+ * lane_change.c for the protocol. */
+typedef struct rl__fence {
+    bool active;
+    uint64_t hash;
+    struct rl__lane *holder;
+    rl__jobq parked;
+    struct rl__fence *next_held; /* in holder->fences */
+} rl__fence;
+
+#define RL__HIST_SUB 8 /* buckets per power of two */
+#define RL__HIST_BUCKETS (64 * RL__HIST_SUB)
+
+typedef struct rl__lane {
+    rl_dispatcher_t *d;
+    char *name;
+    uv_thread_t thread;
+    bool thread_started;
+    atomic_bool exited;
+
+    uv_mutex_t mu;
+    uv_cond_t cv; /* the worker waits here: for work, a retry's delay, or a stop */
+    rl__jobq queue;
+    rl__fence *fences; /* fences held here (other lanes' keys that now belong here) */
+    size_t parked;     /* jobs in the parked lists of those fences */
+    rl__fence fence;   /* this lane's own fence; its fields change under the route lock */
+    atomic_size_t depth_hint; /* queue.len + parked, readable without the lock */
+    atomic_bool refused;      /* a submission to this lane got RL_EAGAIN */
+
+    /* The worker's state (under mu). cur_* describe the job in its handler or retry delay; the
+     * job itself is only touched through cur_job by rl_dispatch_take_tag during a delay. */
+    bool busy, in_backoff, sleeping;
+    uint64_t cur_hash;
+    int64_t cur_tag;
+    rl__job *cur_job;
+    bool retiring, draining, stopping;
+
+    /* statistics (under mu) */
+    uint64_t processed, failed, retried, dead;
+    uint64_t hist[RL__HIST_BUCKETS];
+
+    struct rl__lane *next_retiring;
+} rl__lane;
+
+/* The routing state: a ring over lane names and the lane of each node index. */
+typedef struct rl__route {
+    rl_ring_t *ring;
+    rl__lane **lanes;
+    size_t n;
+} rl__route;
+
+struct rl_dispatcher {
+    uv_loop_t *loop;
+    uv_async_t async;
+    uv_thread_t loop_thread;
+    rl_dispatch_options opts; /* lanes/lane_count cleared after init */
+    rl_ring_t *hash_ring;     /* an empty ring with the profile: hashes keys without a lock */
+
+    pthread_rwlock_t route_lock; /* writer-preferring: a change is not starved by submitters */
+    rl__route route;             /* under route_lock; the loop thread reads it freely */
+    rl__lane *retiring;          /* removed lanes still finishing, under route_lock */
+
+    atomic_bool closing;
+    bool close_done;
+    int close_mode;
+    rl_dispatch_close_cb close_cb;
+
+    _Atomic(rl__job *) done_head; /* finished jobs, pushed by workers (a stack) */
+    uv_mutex_t returned_mu;
+    rl__jobq returned; /* jobs to hand back when a STOP close finishes */
+
+    atomic_uint_fast64_t jobs, seq, refused, done, dead, returned_count;
+    atomic_bool refused_global;
+
+    uv_mutex_t space_mu; /* blocked submitters wait for room here */
+    uv_cond_t space_cv;
+    uint64_t space_gen;
+    atomic_int space_waiters;
+
+    uv_mutex_t wait_mu; /* rl_dispatch_wait_tag waits here for handlers to finish */
+    uv_cond_t wait_cv;
+    atomic_int tag_waiters;
+
+    atomic_uint_fast64_t changes, last_change_ns, max_change_ns;
+};
+
+/* True on the thread that called rl_dispatch_init. */
+bool rl__on_loop_thread(const rl_dispatcher_t *d);
+
+/* Wakes submitters waiting for room, if there are any. */
+void rl__space_notify(rl_dispatcher_t *d);
+
+/* Loop thread: runs on_done for every finished job and frees it. */
+void rl__deliver_completions(rl_dispatcher_t *d);
+
+/* Loop thread: ends a list of jobs with `outcome`, in order, and frees them. */
+void rl__end_jobs(rl_dispatcher_t *d, rl__jobq *q, int outcome);
+
+/* Loop thread: fires on_capacity if a refused submission would now find room. */
+void rl__check_capacity(rl_dispatcher_t *d);
+
+/* lane.c */
+int rl__lane_new(rl_dispatcher_t *d, const char *name, rl__lane **out);
+int rl__lane_start(rl__lane *l);
+void rl__lane_free(rl__lane *l); /* after the worker was joined (or never started) */
+void rl__lane_set_depth(rl__lane *l);
+void rl__hist_add(uint64_t *hist, uint64_t ns);
+double rl__hist_quantile_us(const uint64_t *hist, double q);
+
+/* lane_change.c: called by the worker after its job ended, with no lock held. */
+void rl__fence_release(rl__lane *l);
+
+/* lane_change.c: the fence of `hash` held by `holder`, or NULL. Under the route lock (read)
+ * and the holder's mutex, or the route lock (write). */
+rl__fence *rl__fence_for(const rl__lane *holder, uint64_t hash);
+
+/* lane.c: the dispatcher whose handler may be running on this thread. */
+extern _Thread_local const rl_dispatcher_t *rl__worker_of;
+
+#endif

@@ -1,0 +1,141 @@
+/* Submitting jobs: route by key, bounded queues, and waiting for room. */
+#include "dispatch_internal.h"
+
+#include <stdlib.h>
+
+void rl__space_notify(rl_dispatcher_t *d)
+{
+    if (atomic_load(&d->space_waiters) > 0) {
+        uv_mutex_lock(&d->space_mu);
+        d->space_gen++;
+        uv_cond_broadcast(&d->space_cv);
+        uv_mutex_unlock(&d->space_mu);
+    }
+}
+
+static void refuse(rl_dispatcher_t *d, rl__lane *l)
+{
+    atomic_fetch_add_explicit(&d->refused, 1, memory_order_relaxed);
+    if (l)
+        atomic_store(&l->refused, true);
+    else
+        atomic_store(&d->refused_global, true);
+}
+
+/* One attempt: RL_EAGAIN when there is no room. */
+static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t tag)
+{
+    if (atomic_load_explicit(&d->closing, memory_order_relaxed))
+        return RL_ECLOSED;
+    /* Reserve a place within max_jobs first: the bound holds without a lock. */
+    if (atomic_fetch_add(&d->jobs, 1) >= d->opts.max_jobs) {
+        atomic_fetch_sub(&d->jobs, 1);
+        refuse(d, NULL);
+        return RL_EAGAIN;
+    }
+    rl__job *j = malloc(sizeof *j);
+    if (!j) {
+        atomic_fetch_sub(&d->jobs, 1);
+        return RL_ENOMEM;
+    }
+    j->pub = (rl_dispatch_job){.data = data, .tag = tag, .hash = hash};
+    j->next = NULL;
+    j->outcome = 0;
+    j->submit_ns = uv_hrtime();
+
+    int rc = 0;
+    pthread_rwlock_rdlock(&d->route_lock);
+    uint32_t node;
+    if (atomic_load_explicit(&d->closing, memory_order_relaxed)) {
+        rc = RL_ECLOSED;
+    } else if (rl_ring_lookup_hash(d->route.ring, hash, &node) != 0) {
+        rc = RL_ESTATE; /* no lanes */
+    } else {
+        rl__lane *l = d->route.lanes[node];
+        uv_mutex_lock(&l->mu);
+        if (l->queue.len + l->parked >= d->opts.lane_capacity) {
+            rc = RL_EAGAIN;
+            refuse(d, l);
+        } else {
+            /* Taken under the lane's mutex, so a key's sequence numbers rise with its order. */
+            j->pub.seq = atomic_fetch_add_explicit(&d->seq, 1, memory_order_relaxed);
+            rl__fence *f = rl__fence_for(l, hash);
+            if (f) {
+                rl__jobq_push(&f->parked, j);
+                l->parked++;
+            } else {
+                rl__jobq_push(&l->queue, j);
+                if (l->sleeping)
+                    uv_cond_signal(&l->cv);
+            }
+            rl__lane_set_depth(l);
+        }
+        uv_mutex_unlock(&l->mu);
+    }
+    pthread_rwlock_unlock(&d->route_lock);
+    if (rc) {
+        free(j);
+        atomic_fetch_sub(&d->jobs, 1);
+        /* The reservation may have kept a blocked submitter out. */
+        rl__space_notify(d);
+    }
+    return rc;
+}
+
+static int hash_key(rl_dispatcher_t *d, const void *key, size_t key_len, uint64_t *hash)
+{
+    if (!d || (!key && key_len))
+        return RL_EINVAL;
+    return rl_ring_hash_key(d->hash_ring, key, key_len, hash);
+}
+
+int rl_dispatch_try_submit(rl_dispatcher_t *d, const void *key, size_t key_len, void *data,
+                           int64_t tag)
+{
+    uint64_t hash;
+    int rc = hash_key(d, key, key_len, &hash);
+    if (rc)
+        return rc;
+    return submit_once(d, hash, data, tag);
+}
+
+int rl_dispatch_submit(rl_dispatcher_t *d, const void *key, size_t key_len, void *data,
+                       int64_t tag, int64_t timeout_ms)
+{
+    uint64_t hash;
+    int rc = hash_key(d, key, key_len, &hash);
+    if (rc)
+        return rc;
+    if (rl__on_loop_thread(d) || rl__worker_of == d)
+        return submit_once(d, hash, data, tag);
+
+    uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : uv_hrtime() + (uint64_t)timeout_ms * 1000000u;
+    /* Registered before each attempt: whoever makes room after the attempt looked sees us. */
+    atomic_fetch_add(&d->space_waiters, 1);
+    for (;;) {
+        uv_mutex_lock(&d->space_mu);
+        uint64_t gen = d->space_gen;
+        uv_mutex_unlock(&d->space_mu);
+        rc = submit_once(d, hash, data, tag);
+        if (rc != RL_EAGAIN)
+            break;
+        uv_mutex_lock(&d->space_mu);
+        while (d->space_gen == gen && !atomic_load(&d->closing)) {
+            uint64_t now = uv_hrtime();
+            if (now >= deadline)
+                break;
+            if (deadline == UINT64_MAX)
+                uv_cond_wait(&d->space_cv, &d->space_mu);
+            else
+                uv_cond_timedwait(&d->space_cv, &d->space_mu, deadline - now);
+        }
+        bool expired = d->space_gen == gen && uv_hrtime() >= deadline;
+        uv_mutex_unlock(&d->space_mu);
+        if (expired) {
+            rc = RL_ETIMEDOUT;
+            break;
+        }
+    }
+    atomic_fetch_sub(&d->space_waiters, 1);
+    return rc;
+}
