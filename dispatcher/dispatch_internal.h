@@ -4,8 +4,8 @@
  *   wait_mu -> route_lock (read) -> one lane's mu
  *   route_lock (write) -> one lane's mu            (lane changes, close)
  *   one lane's mu -> returned_mu
- * No code holds two lane mutexes at once. space_mu and wait_mu are taken with no other lock held
- * (wait_mu is the outermost in rl_dispatch_wait_tag). */
+ *   route_lock (read) -> one lane's mu -> space_mu (a submitter refused by max_jobs)
+ * No code holds two lane mutexes at once, and nothing is taken while holding space_mu. */
 #ifndef RINGLANE_DISPATCH_INTERNAL_H
 #define RINGLANE_DISPATCH_INTERNAL_H
 

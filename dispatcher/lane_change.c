@@ -333,6 +333,11 @@ static int change(rl_dispatcher_t *d, rl_ring_t *ring, rl__lane *added, rl__lane
         rc = RL_ENOMEM;
     if (!rc)
         rc = apply_change(d, &next, removed, moved, parked);
+    if (!rc) {
+        /* Keys may have moved from a full lane to one with room. */
+        rl__space_notify(d);
+        rl__check_capacity(d);
+    }
     /* On success `next` holds the old route now; on failure still the new one. */
     rl_ring_free(next.ring);
     free(next.lanes);

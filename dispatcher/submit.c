@@ -27,17 +27,9 @@ static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t ta
 {
     if (atomic_load_explicit(&d->closing, memory_order_relaxed))
         return RL_ECLOSED;
-    /* Reserve a place within max_jobs first: the bound holds without a lock. */
-    if (atomic_fetch_add(&d->jobs, 1) >= d->opts.max_jobs) {
-        atomic_fetch_sub(&d->jobs, 1);
-        refuse(d, NULL);
-        return RL_EAGAIN;
-    }
     rl__job *j = malloc(sizeof *j);
-    if (!j) {
-        atomic_fetch_sub(&d->jobs, 1);
+    if (!j)
         return RL_ENOMEM;
-    }
     j->pub = (rl_dispatch_job){.data = data, .tag = tag, .hash = hash};
     j->next = NULL;
     j->outcome = 0;
@@ -56,6 +48,13 @@ static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t ta
         if (l->queue.len + l->parked >= d->opts.lane_capacity) {
             rc = RL_EAGAIN;
             refuse(d, l);
+        } else if (atomic_fetch_add(&d->jobs, 1) >= d->opts.max_jobs) {
+            /* Over the memory bound. The reservation was only made when the count was already
+             * at the bound; if jobs ended meanwhile, a waiting submitter may now fit. */
+            if (atomic_fetch_sub(&d->jobs, 1) - 1 < d->opts.max_jobs)
+                rl__space_notify(d);
+            rc = RL_EAGAIN;
+            refuse(d, NULL);
         } else {
             /* Taken under the lane's mutex, so a key's sequence numbers rise with its order. */
             j->pub.seq = atomic_fetch_add_explicit(&d->seq, 1, memory_order_relaxed);
@@ -73,12 +72,8 @@ static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t ta
         uv_mutex_unlock(&l->mu);
     }
     pthread_rwlock_unlock(&d->route_lock);
-    if (rc) {
+    if (rc)
         free(j);
-        atomic_fetch_sub(&d->jobs, 1);
-        /* The reservation may have kept a blocked submitter out. */
-        rl__space_notify(d);
-    }
     return rc;
 }
 

@@ -1,0 +1,2 @@
+#include "dispatch_util.h"
+int main(void){return 0;}
