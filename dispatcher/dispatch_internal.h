@@ -111,9 +111,9 @@ typedef struct rl__lane {
     uv_mutex_t mu;
     uv_cond_t cv; /* the worker waits here: for work, a retry's delay, or a stop */
     rl__jobq queue;
-    rl__fence *fences; /* fences held here (other lanes' keys that now belong here) */
-    size_t parked;     /* jobs in the parked lists of those fences */
-    rl__fence fence;   /* this lane's own fence; its fields change under the route lock */
+    rl__fence *fences;        /* fences held here (other lanes' keys that now belong here) */
+    size_t parked;            /* jobs in the parked lists of those fences */
+    rl__fence fence;          /* this lane's own fence; its fields change under the route lock */
     atomic_size_t depth_hint; /* queue.len + parked, readable without the lock */
     atomic_bool refused;      /* a submission to this lane got RL_EAGAIN */
 

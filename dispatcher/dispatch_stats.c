@@ -27,8 +27,8 @@ static void lane_stats(rl__lane *l, int retiring, rl_dispatch_lane_stats *s, uin
     s->p99_us = rl__hist_quantile_us(hist, 0.99);
 }
 
-int rl_dispatch_stats_get(rl_dispatcher_t *d, rl_dispatch_stats *out,
-                          rl_dispatch_lane_stats *lanes, size_t cap, size_t *n)
+int rl_dispatch_stats_get(rl_dispatcher_t *d, rl_dispatch_stats *out, rl_dispatch_lane_stats *lanes,
+                          size_t cap, size_t *n)
 {
     if (!d || !out || (!lanes && cap))
         return RL_EINVAL;
@@ -135,8 +135,9 @@ int rl_dispatch_stats_json(rl_dispatcher_t *d, char *buf, size_t cap, size_t *le
                 ",\"in_flight\":%" PRIu64 ",\"processed\":%" PRIu64 ",\"failed\":%" PRIu64,
                 l->retiring ? "true" : "false", l->depth, l->parked, l->in_flight, l->processed,
                 l->failed);
-            put(&o, ",\"retried\":%" PRIu64 ",\"dead_lettered\":%" PRIu64
-                    ",\"p50_us\":%.3f,\"p99_us\":%.3f}",
+            put(&o,
+                ",\"retried\":%" PRIu64 ",\"dead_lettered\":%" PRIu64
+                ",\"p50_us\":%.3f,\"p99_us\":%.3f}",
                 l->retried, l->dead_lettered, l->p50_us, l->p99_us);
         }
         put(&o, "]}");

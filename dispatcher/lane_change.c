@@ -20,6 +20,9 @@
  *     remove) is scanned front to back; each job whose key the new ring gives to another lane D
  *     is unlinked and appended, in scan order, to D's fence for that key if D holds one, else to
  *     the end of D's queue.
+ *     B and C run for one lane under one hold of its mutex. Apart, the worker could pop the
+ *     next job of a key between them: B would see the lane idle, and C would move the key's
+ *     later jobs to a lane that starts them at once, beside the one just popped.
  *  D. Publish the new route. A removed lane is marked retiring: it gets no new jobs, finishes
  *     its in-flight job, releases its fence and stops; the loop thread joins it.
  *
@@ -43,8 +46,8 @@
  *     fence until the lane running h finishes.
  *  I5 Nothing lost or duplicated: jobs are only ever moved between lists, under the locks that
  *     guard both lists; the critical section allocates nothing and cannot fail half-way.
- *  I6 Lanes whose keys do not move are not held: no fence is placed on them and their queue is
- *     scanned (on add) only to find the keys that leave.
+ *  I6 Keys that do not move are not held: no fence is placed on them; their lane pauses only
+ *     while its queue is scanned (on add, under its mutex) for the keys that leave.
  *
  * The critical section costs one ring lookup per queued job of the scanned lanes and allocates
  * nothing; everything it needs (the new ring, the lane array, the new lane and its thread) is
@@ -155,66 +158,65 @@ static void retarget_fence(rl__lane *l, const rl__route *next)
     }
 }
 
-/* Step B for one lane. */
-static void arm_fence(rl__lane *l, const rl__route *next)
+/* Steps B and C for one lane, under one hold of its mutex: were they apart, the worker could
+ * start a job after B found it idle, and C would then move that key's later jobs unfenced.
+ * moved[i] collects the jobs for next->lanes[i] (their queues); parked[i] counts jobs put into
+ * fences already held by that lane. `scan`: the lane can lose keys, so its queue is walked. */
+static void fence_and_move(rl__lane *l, const rl__route *next, bool scan, rl__jobq *moved,
+                           size_t *parked)
 {
     uv_mutex_lock(&l->mu);
-    rl__lane *to = NULL;
+    rl__lane *armed_at = NULL;
     if (l->busy && !l->fence.active) {
-        to = owner(next, l->cur_hash);
+        rl__lane *to = owner(next, l->cur_hash);
         if (to && to != l) {
             l->fence.active = true;
             l->fence.hash = l->cur_hash;
             l->fence.parked = (rl__jobq){0};
-        } else {
-            to = NULL;
+            armed_at = to;
         }
     }
-    uv_mutex_unlock(&l->mu);
-    if (to) {
-        uv_mutex_lock(&to->mu);
-        link_fence(to, &l->fence);
-        uv_mutex_unlock(&to->mu);
-    }
-}
-
-/* Step C for one lane: moves the jobs whose keys leave it. moved[i] collects the jobs for
- * next->lanes[i] (their queues), parked[i] counts jobs put into fences held by that lane. */
-static void move_queued(rl__lane *l, const rl__route *next, rl__jobq *moved, size_t *parked)
-{
-    uv_mutex_lock(&l->mu);
-    rl__job *keep_head = NULL, **keep_tail = &keep_head;
-    size_t kept = 0;
-    rl__job *j = l->queue.head, *keep_last = NULL;
-    while (j) {
-        rl__job *nx = j->next;
-        uint32_t node;
-        rl_ring_lookup_hash(next->ring, j->pub.hash, &node);
-        rl__lane *to = next->lanes[node];
-        if (to == l) {
-            *keep_tail = j;
-            keep_tail = &j->next;
-            keep_last = j;
-            kept++;
-        } else {
-            /* The fence lists of other lanes are only changed under the route lock, which this
-             * change holds for writing. */
-            rl__fence *f = rl__fence_for(to, j->pub.hash);
-            if (f) {
-                rl__jobq_push(&f->parked, j);
-                parked[node]++;
+    if (scan) {
+        rl__job *keep_head = NULL, **keep_tail = &keep_head, *keep_last = NULL;
+        size_t kept = 0;
+        rl__job *j = l->queue.head;
+        while (j) {
+            rl__job *nx = j->next;
+            uint32_t node;
+            rl_ring_lookup_hash(next->ring, j->pub.hash, &node);
+            rl__lane *to = next->lanes[node];
+            if (to == l) {
+                *keep_tail = j;
+                keep_tail = &j->next;
+                keep_last = j;
+                kept++;
+            } else if (to == armed_at && j->pub.hash == l->fence.hash) {
+                rl__jobq_push(&l->fence.parked, j); /* counted when the fence is linked */
             } else {
-                rl__jobq_push(&moved[node], j);
+                /* Fence lists of other lanes change only under the route lock, held here for
+                 * writing, so they can be read without their lane's mutex. */
+                rl__fence *f = rl__fence_for(to, j->pub.hash);
+                if (f) {
+                    rl__jobq_push(&f->parked, j);
+                    parked[node]++;
+                } else {
+                    rl__jobq_push(&moved[node], j);
+                }
             }
+            j = nx;
         }
-        j = nx;
+        *keep_tail = NULL;
+        l->queue.head = keep_head;
+        l->queue.tail = keep_last;
+        l->queue.len = kept;
+        rl__lane_set_depth(l);
     }
-    *keep_tail = NULL;
-    l->queue.head = keep_head;
-    l->queue.tail = keep_last;
-    l->queue.len = kept;
-    rl__lane_set_depth(l);
     uv_mutex_unlock(&l->mu);
+    if (armed_at) {
+        uv_mutex_lock(&armed_at->mu);
+        link_fence(armed_at, &l->fence);
+        uv_mutex_unlock(&armed_at->mu);
+    }
 }
 
 /* Jobs a lane holds (queued, parked at it, in flight). Under its mutex. */
@@ -257,15 +259,10 @@ static int apply_change(rl_dispatcher_t *d, rl__route *next, rl__lane *removed, 
             retarget_fence(cur->lanes[i], next);
         for (rl__lane *r = d->retiring; r; r = r->next_retiring)
             retarget_fence(r, next);
-        /* B */
-        for (size_t i = 0; i < cur->n; i++)
-            arm_fence(cur->lanes[i], next);
-        /* C */
-        if (removed) {
-            move_queued(removed, next, moved, parked);
-        } else {
-            for (size_t i = 0; i < cur->n; i++)
-                move_queued(cur->lanes[i], next, moved, parked);
+        /* B and C */
+        for (size_t i = 0; i < cur->n; i++) {
+            rl__lane *l = cur->lanes[i];
+            fence_and_move(l, next, !removed || l == removed, moved, parked);
         }
         for (size_t i = 0; i < next->n; i++) {
             if (!moved[i].len && !parked[i])

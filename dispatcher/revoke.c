@@ -85,9 +85,8 @@ int rl_dispatch_wait_tag(rl_dispatcher_t *d, int64_t tag, uint64_t timeout_ms)
     if (!d)
         return RL_EINVAL;
     uint64_t now = uv_hrtime();
-    uint64_t deadline = timeout_ms > (UINT64_MAX - now) / 1000000u
-                            ? UINT64_MAX
-                            : now + timeout_ms * 1000000u;
+    uint64_t deadline =
+        timeout_ms > (UINT64_MAX - now) / 1000000u ? UINT64_MAX : now + timeout_ms * 1000000u;
     int rc = 0;
     /* Registered before looking: a worker that finishes after the look sees a waiter. */
     atomic_fetch_add(&d->tag_waiters, 1);

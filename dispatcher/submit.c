@@ -94,8 +94,8 @@ int rl_dispatch_try_submit(rl_dispatcher_t *d, const void *key, size_t key_len, 
     return submit_once(d, hash, data, tag);
 }
 
-int rl_dispatch_submit(rl_dispatcher_t *d, const void *key, size_t key_len, void *data,
-                       int64_t tag, int64_t timeout_ms)
+int rl_dispatch_submit(rl_dispatcher_t *d, const void *key, size_t key_len, void *data, int64_t tag,
+                       int64_t timeout_ms)
 {
     uint64_t hash;
     int rc = hash_key(d, key, key_len, &hash);

@@ -301,8 +301,8 @@ typedef struct blocked_submit {
 static void blocked_submit_thread(void *arg)
 {
     blocked_submit *b = arg;
-    b->rc = rl_dispatch_submit(b->c->d, b->r->key, strlen(b->r->key), b->r, b->r->tag,
-                               b->timeout_ms);
+    b->rc =
+        rl_dispatch_submit(b->c->d, b->r->key, strlen(b->r->key), b->r, b->r->tag, b->timeout_ms);
 }
 
 static void test_backpressure(void **state)
@@ -879,20 +879,13 @@ static void test_stats_json(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_arguments),
-        cmocka_unit_test(test_order_per_key),
-        cmocka_unit_test(test_backpressure),
-        cmocka_unit_test(test_max_jobs),
-        cmocka_unit_test(test_retry_in_place),
-        cmocka_unit_test(test_dead_letter),
-        cmocka_unit_test(test_close_drain),
-        cmocka_unit_test(test_close_stop),
-        cmocka_unit_test(test_take_and_wait_tag),
-        cmocka_unit_test(test_take_tag_during_retry),
-        cmocka_unit_test(test_fence_on_add),
-        cmocka_unit_test(test_fence_on_remove),
-        cmocka_unit_test(test_remove_last_lane),
-        cmocka_unit_test(test_moves_keep_order),
+        cmocka_unit_test(test_bad_arguments),     cmocka_unit_test(test_order_per_key),
+        cmocka_unit_test(test_backpressure),      cmocka_unit_test(test_max_jobs),
+        cmocka_unit_test(test_retry_in_place),    cmocka_unit_test(test_dead_letter),
+        cmocka_unit_test(test_close_drain),       cmocka_unit_test(test_close_stop),
+        cmocka_unit_test(test_take_and_wait_tag), cmocka_unit_test(test_take_tag_during_retry),
+        cmocka_unit_test(test_fence_on_add),      cmocka_unit_test(test_fence_on_remove),
+        cmocka_unit_test(test_remove_last_lane),  cmocka_unit_test(test_moves_keep_order),
         cmocka_unit_test(test_stats_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -87,9 +87,9 @@ typedef struct rl_dispatch_options {
     rl_dispatch_capacity_cb on_capacity; /* NULL: none */
     void *data;                          /* the caller's, see rl_dispatch_get_data */
     uint32_t lane_capacity;              /* jobs queued in one lane before RL_EAGAIN (1024) */
-    uint32_t max_jobs;      /* jobs held at once, queued to undelivered: the memory bound (65536) */
-    uint32_t max_attempts;  /* handler calls before a job is dead-lettered (5) */
-    uint32_t backoff_ms;    /* delay before the first retry, doubled each time (10) */
+    uint32_t max_jobs;     /* jobs held at once, queued to undelivered: the memory bound (65536) */
+    uint32_t max_attempts; /* handler calls before a job is dead-lettered (5) */
+    uint32_t backoff_ms;   /* delay before the first retry, doubled each time (10) */
     uint32_t backoff_max_ms; /* the largest delay (1000) */
 } rl_dispatch_options;
 
@@ -163,15 +163,15 @@ typedef struct rl_dispatch_lane_stats {
 } rl_dispatch_lane_stats;
 
 typedef struct rl_dispatch_stats {
-    size_t lanes;             /* lanes in the ring */
-    size_t retiring;          /* removed lanes still finishing */
-    uint64_t jobs;            /* jobs held now (towards max_jobs) */
-    uint64_t submitted;       /* accepted */
-    uint64_t refused;         /* RL_EAGAIN answers */
+    size_t lanes;                           /* lanes in the ring */
+    size_t retiring;                        /* removed lanes still finishing */
+    uint64_t jobs;                          /* jobs held now (towards max_jobs) */
+    uint64_t submitted;                     /* accepted */
+    uint64_t refused;                       /* RL_EAGAIN answers */
     uint64_t done, dead_lettered, returned; /* on_done calls by outcome */
-    uint64_t lane_changes;    /* successful add_lane / remove_lane */
-    uint64_t last_change_ns;  /* how long the last change held submissions and moved keys */
-    uint64_t max_change_ns;   /* the longest such hold so far */
+    uint64_t lane_changes;                  /* successful add_lane / remove_lane */
+    uint64_t last_change_ns; /* how long the last change held submissions and moved keys */
+    uint64_t max_change_ns;  /* the longest such hold so far */
 } rl_dispatch_stats;
 
 /* Fills *out and up to `cap` lane entries (ring lanes in node order, then retiring lanes);
