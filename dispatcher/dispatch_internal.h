@@ -85,6 +85,52 @@ static inline void rl__jobq_prepend(rl__jobq *dst, rl__jobq *src)
 /* Sorts a queue by submission sequence (a stable merge sort; allocates nothing). */
 void rl__jobq_sort_seq(rl__jobq *q);
 
+/* A lane's queue: a ring buffer of (key position, job). The positions sit beside the pointers
+ * so a lane change can route every queued job without touching the jobs themselves. Capacity is
+ * a power of two and never shrinks; the lane keeps cap >= len + parked, so jobs parked for it
+ * can always be spliced in without allocating. */
+typedef struct rl__qent {
+    uint64_t hash;
+    rl__job *job;
+} rl__qent;
+
+typedef struct rl__lq {
+    rl__qent *v;
+    size_t cap, head, len;
+} rl__lq;
+
+static inline rl__qent *rl__lq_at(const rl__lq *q, size_t i)
+{
+    return &q->v[(q->head + i) & (q->cap - 1)];
+}
+
+/* The caller guarantees room (len < cap). */
+static inline void rl__lq_push(rl__lq *q, rl__job *j)
+{
+    *rl__lq_at(q, q->len) = (rl__qent){j->pub.hash, j};
+    q->len++;
+}
+
+static inline rl__job *rl__lq_pop(rl__lq *q)
+{
+    if (!q->len)
+        return NULL;
+    rl__job *j = q->v[q->head].job;
+    q->head = (q->head + 1) & (q->cap - 1);
+    q->len--;
+    return j;
+}
+
+/* Makes room for n entries in all; RL_ENOMEM leaves the queue as it was. */
+int rl__lq_reserve(rl__lq *q, size_t n);
+
+/* Moves a job list to the front (in its order) or the back; the caller guarantees room. */
+void rl__lq_prepend(rl__lq *q, rl__jobq *src);
+void rl__lq_append(rl__lq *q, rl__jobq *src);
+
+/* Moves every entry of q to the end of a job list. */
+void rl__lq_drain(rl__lq *q, rl__jobq *out);
+
 struct rl__lane;
 
 /* A lane's fence: the key of its in-flight job moved to another lane (the holder) during a
@@ -110,7 +156,7 @@ typedef struct rl__lane {
 
     uv_mutex_t mu;
     uv_cond_t cv; /* the worker waits here: for work, a retry's delay, or a stop */
-    rl__jobq queue;
+    rl__lq queue;
     rl__fence *fences;        /* fences held here (other lanes' keys that now belong here) */
     size_t parked;            /* jobs in the parked lists of those fences */
     rl__fence fence;          /* this lane's own fence; its fields change under the route lock */
@@ -132,12 +178,37 @@ typedef struct rl__lane {
     struct rl__lane *next_retiring;
 } rl__lane;
 
-/* The routing state: a ring over lane names and the lane of each node index. */
+/* The routing state: a ring over lane names and the lane of each node index, with a table of
+ * 65536 buckets (the top 16 bits of a ring position) that answers without a search wherever a
+ * bucket holds no ring point. */
+#define RL__ROUTE_SPLIT UINT16_MAX
 typedef struct rl__route {
     rl_ring_t *ring;
     rl__lane **lanes;
     size_t n;
+    uint16_t *table; /* NULL when the ring has no points to build it from */
+    uint64_t mask;   /* the ring's width */
+    unsigned shift;  /* position >> shift = bucket */
 } rl__route;
+
+/* Builds route->table for route->ring (RL_ENOMEM; no table is not an error). */
+int rl__route_table(rl__route *route);
+
+/* Frees a route's ring, lane array and table (not the lanes). */
+void rl__route_free(rl__route *route);
+
+/* The node index that owns a key position; the route's ring must not be empty. */
+static inline uint32_t rl__route_node(const rl__route *r, uint64_t hash)
+{
+    if (r->table) {
+        uint16_t t = r->table[(hash & r->mask) >> r->shift];
+        if (t != RL__ROUTE_SPLIT)
+            return t;
+    }
+    uint32_t node = 0;
+    rl_ring_lookup_hash(r->ring, hash, &node);
+    return node;
+}
 
 struct rl_dispatcher {
     uv_loop_t *loop;

@@ -30,50 +30,6 @@ bool rl__on_loop_thread(const rl_dispatcher_t *d)
 
 /* --- ending jobs on the loop thread --- */
 
-void rl__jobq_sort_seq(rl__jobq *q)
-{
-    /* Bottom-up merge sort of a singly linked list: stable, O(n log n), no allocation. */
-    if (q->len < 2)
-        return;
-    rl__job *list = q->head;
-    for (size_t width = 1;; width *= 2) {
-        rl__job *out = NULL, **tail = &out;
-        size_t merges = 0;
-        rl__job *p = list;
-        while (p) {
-            merges++;
-            rl__job *a = p, *b = p;
-            size_t na = 0, nb = width;
-            while (b && na < width) {
-                b = b->next;
-                na++;
-            }
-            while (na || (nb && b)) {
-                rl__job *take;
-                if (!na) {
-                    take = b, b = b->next, nb--;
-                } else if (!nb || !b || a->pub.seq <= b->pub.seq) {
-                    take = a, a = a->next, na--;
-                } else {
-                    take = b, b = b->next, nb--;
-                }
-                *tail = take;
-                tail = &take->next;
-            }
-            p = b;
-        }
-        *tail = NULL;
-        list = out;
-        if (merges <= 1)
-            break;
-    }
-    q->head = list;
-    rl__job *t = list;
-    while (t->next)
-        t = t->next;
-    q->tail = t;
-}
-
 static void end_job(rl_dispatcher_t *d, rl__job *j, int outcome)
 {
     if (outcome == RL_DISPATCH_DONE)
@@ -169,8 +125,7 @@ static void free_dispatcher(rl_dispatcher_t *d)
 {
     for (size_t i = 0; i < d->route.n; i++)
         rl__lane_free(d->route.lanes[i]);
-    free(d->route.lanes);
-    rl_ring_free(d->route.ring);
+    rl__route_free(&d->route);
     rl_ring_free(d->hash_ring);
     pthread_rwlock_destroy(&d->route_lock);
     uv_mutex_destroy(&d->returned_mu);
@@ -233,7 +188,7 @@ static void close_lane(rl_dispatcher_t *d, rl__lane *l, int mode)
     if (mode == RL_DISPATCH_STOP) {
         /* Queued jobs and those parked at this lane go back; sorted when handed back. */
         uv_mutex_lock(&d->returned_mu);
-        rl__jobq_append(&d->returned, &l->queue);
+        rl__lq_drain(&l->queue, &d->returned);
         for (rl__fence *f = l->fences; f; f = f->next_held)
             rl__jobq_append(&d->returned, &f->parked);
         uv_mutex_unlock(&d->returned_mu);
@@ -377,6 +332,8 @@ int rl_dispatch_init(struct uv_loop_s *loop, const rl_dispatch_options *opts, rl
         if (!rc)
             rc = rl__lane_start(d->route.lanes[i]);
     }
+    if (!rc)
+        rc = rl__route_table(&d->route);
     if (!rc && uv_async_init(loop, &d->async, on_async) != 0)
         rc = RL_ELOOP;
     if (rc) {

@@ -31,6 +31,14 @@ int rl__lane_new(rl_dispatcher_t *d, const char *name, rl__lane **out)
         free(l);
         return RL_ELOOP;
     }
+    uint32_t want = d->opts.lane_capacity < 4096 ? d->opts.lane_capacity : 4096;
+    if (rl__lq_reserve(&l->queue, want) != 0) {
+        uv_cond_destroy(&l->cv);
+        uv_mutex_destroy(&l->mu);
+        free(l->name);
+        free(l);
+        return RL_ENOMEM;
+    }
     l->d = d;
     atomic_init(&l->exited, false);
     atomic_init(&l->depth_hint, 0);
@@ -45,6 +53,7 @@ void rl__lane_free(rl__lane *l)
         return;
     uv_cond_destroy(&l->cv);
     uv_mutex_destroy(&l->mu);
+    free(l->queue.v);
     free(l->name);
     free(l);
 }
@@ -168,7 +177,7 @@ static int run_job(rl__lane *l, rl__job *j)
 
 static bool should_exit(const rl__lane *l)
 {
-    if (l->queue.head)
+    if (l->queue.len)
         return false;
     return l->stopping || ((l->retiring || l->draining) && !l->fences);
 }
@@ -189,21 +198,21 @@ static void worker(void *arg)
     rl__worker_of = d;
     uv_mutex_lock(&l->mu);
     for (;;) {
-        while (!should_exit(l) && !l->queue.head) {
+        while (!should_exit(l) && !l->queue.len) {
             l->sleeping = true;
             uv_cond_wait(&l->cv, &l->mu);
             l->sleeping = false;
         }
-        if (!l->queue.head)
+        if (!l->queue.len)
             break;
-        rl__job *j = rl__jobq_pop(&l->queue);
+        rl__job *j = rl__lq_pop(&l->queue);
         rl__lane_set_depth(l);
         l->busy = true;
         l->cur_hash = j->pub.hash;
         l->cur_tag = j->pub.tag;
         l->cur_job = j;
         uv_mutex_unlock(&l->mu);
-        rl__space_notify(d);
+        rl__space_notify(d); /* a cheap check unless a submitter waits for room */
 
         int outcome = run_job(l, j);
         uint64_t latency = 0;
@@ -228,12 +237,16 @@ static void worker(void *arg)
         }
         l->busy = false;
         l->cur_job = NULL;
+        /* Usually nothing else to do: keep the lock and take the next job. The waiter count
+         * is read after busy is cleared (see rl_dispatch_wait_tag). */
         bool fenced = l->fence.active;
-        uv_mutex_unlock(&l->mu);
-        if (fenced)
-            rl__fence_release(l);
-        wake_tag_waiters(d);
-        uv_mutex_lock(&l->mu);
+        if (fenced || atomic_load(&d->tag_waiters) > 0) {
+            uv_mutex_unlock(&l->mu);
+            if (fenced)
+                rl__fence_release(l);
+            wake_tag_waiters(d);
+            uv_mutex_lock(&l->mu);
+        }
     }
     uv_mutex_unlock(&l->mu);
     atomic_store(&l->exited, true);

@@ -45,26 +45,26 @@
  *     owns h either is the lane running h (so it is busy with it) or holds h's jobs behind a
  *     fence until the lane running h finishes.
  *  I5 Nothing lost or duplicated: jobs are only ever moved between lists, under the locks that
- *     guard both lists; the critical section allocates nothing and cannot fail half-way.
+ *     guard both lists. Every lane keeps room in its queue for the jobs parked at it, and a
+ *     change first counts what may arrive at each lane and makes room for it; only then does it
+ *     modify anything, so it either fails (RL_ENOMEM) having changed nothing, or cannot fail.
  *  I6 Keys that do not move are not held: no fence is placed on them; their lane pauses only
  *     while its queue is scanned (on add, under its mutex) for the keys that leave.
  *
- * The critical section costs one ring lookup per queued job of the scanned lanes and allocates
- * nothing; everything it needs (the new ring, the lane array, the new lane and its thread) is
- * made before it, so a failure leaves the dispatcher as it was.
+ * Cost: the critical section walks the scanned lanes' queues twice (count, then move). Queues
+ * are arrays of (key position, job), and the new route has a 65536-bucket table, so routing a
+ * queued job touches neither the job nor a binary search in most cases. Everything else (the
+ * new ring and its table, the lane array, the new lane and its thread) is made before it.
  */
 #include "dispatch_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* The lane of `hash` in a route; NULL if the ring is empty. */
+/* The lane of `hash` in a route whose ring is not empty. */
 static rl__lane *owner(const rl__route *r, uint64_t hash)
 {
-    uint32_t node;
-    if (rl_ring_lookup_hash(r->ring, hash, &node) != 0)
-        return NULL;
-    return r->lanes[node];
+    return r->lanes[rl__route_node(r, hash)];
 }
 
 static void unlink_fence(rl__lane *holder, rl__fence *f)
@@ -89,18 +89,12 @@ static void link_fence(rl__lane *holder, rl__fence *f)
     rl__lane_set_depth(holder);
 }
 
-/* The fence of `hash` held by lane h, or NULL. Under the route lock and h's mutex. */
-static rl__fence *fence_at(const rl__lane *h, uint64_t hash)
+rl__fence *rl__fence_for(const rl__lane *holder, uint64_t hash)
 {
-    for (rl__fence *f = h->fences; f; f = f->next_held)
+    for (rl__fence *f = holder->fences; f; f = f->next_held)
         if (f->hash == hash)
             return f;
     return NULL;
-}
-
-rl__fence *rl__fence_for(const rl__lane *holder, uint64_t hash)
-{
-    return holder->fences ? fence_at(holder, hash) : NULL;
 }
 
 static void wake(rl__lane *l)
@@ -109,7 +103,8 @@ static void wake(rl__lane *l)
         uv_cond_signal(&l->cv);
 }
 
-/* The worker of l finished the job its fence waits for. */
+/* The worker of l finished the job its fence waits for. The holder has room for the parked
+ * jobs (it keeps cap >= len + parked), so this cannot fail. */
 void rl__fence_release(rl__lane *l)
 {
     rl_dispatcher_t *d = l->d;
@@ -119,7 +114,7 @@ void rl__fence_release(rl__lane *l)
         rl__lane *h = f->holder;
         uv_mutex_lock(&h->mu);
         unlink_fence(h, f);
-        rl__jobq_prepend(&h->queue, &f->parked);
+        rl__lq_prepend(&h->queue, &f->parked);
         rl__lane_set_depth(h);
         wake(h);
         uv_mutex_unlock(&h->mu);
@@ -129,6 +124,29 @@ void rl__fence_release(rl__lane *l)
         uv_mutex_unlock(&l->mu);
     }
     pthread_rwlock_unlock(&d->route_lock);
+}
+
+/* What a change needs, made before its critical section (or, for sizes only known inside it,
+ * at its start, before anything is modified). */
+typedef struct plan {
+    rl__route next;
+    rl__lane *removed;
+    size_t *incoming;  /* per new node: jobs that may land there (queue or parked) */
+    size_t *parked_in; /* per new node: jobs put into fences already held there */
+    size_t *moved_n;   /* per new node: entries in moved[] */
+    rl__qent **moved;  /* per new node: entries for its queue, in order */
+    rl__qent *buf;     /* backs moved[] */
+} plan;
+
+/* Step A, counting: where an active fence's parked jobs go. */
+static void count_fence(rl__lane *l, plan *p)
+{
+    rl__fence *f = &l->fence;
+    if (!f->active)
+        return;
+    uint32_t node = rl__route_node(&p->next, f->hash);
+    if (p->next.lanes[node] != f->holder)
+        p->incoming[node] += f->parked.len;
 }
 
 /* Step A for one lane's fence. */
@@ -145,7 +163,7 @@ static void retarget_fence(rl__lane *l, const rl__route *next)
     uv_mutex_unlock(&from->mu);
     if (to == l) { /* the key came home: l runs its parked jobs after its in-flight one */
         uv_mutex_lock(&l->mu);
-        rl__jobq_append(&l->queue, &f->parked);
+        rl__lq_append(&l->queue, &f->parked);
         f->active = false;
         f->holder = NULL;
         rl__lane_set_depth(l);
@@ -158,18 +176,30 @@ static void retarget_fence(rl__lane *l, const rl__route *next)
     }
 }
 
+/* Step C, counting: the jobs that leave l, by destination. */
+static void count_leaving(rl__lane *l, plan *p)
+{
+    uv_mutex_lock(&l->mu);
+    for (size_t i = 0; i < l->queue.len; i++) {
+        uint32_t node = rl__route_node(&p->next, rl__lq_at(&l->queue, i)->hash);
+        if (p->next.lanes[node] != l)
+            p->incoming[node]++;
+    }
+    uv_mutex_unlock(&l->mu);
+}
+
 /* Steps B and C for one lane, under one hold of its mutex: were they apart, the worker could
  * start a job after B found it idle, and C would then move that key's later jobs unfenced.
- * moved[i] collects the jobs for next->lanes[i] (their queues); parked[i] counts jobs put into
- * fences already held by that lane. `scan`: the lane can lose keys, so its queue is walked. */
-static void fence_and_move(rl__lane *l, const rl__route *next, bool scan, rl__jobq *moved,
-                           size_t *parked)
+ * `scan`: the lane can lose keys, so its queue is walked; jobs that stay are compacted in
+ * place, jobs that leave go to p->moved or to the fence of their key. */
+static void fence_and_move(rl__lane *l, plan *p, bool scan)
 {
+    const rl__route *next = &p->next;
     uv_mutex_lock(&l->mu);
     rl__lane *armed_at = NULL;
     if (l->busy && !l->fence.active) {
         rl__lane *to = owner(next, l->cur_hash);
-        if (to && to != l) {
+        if (to != l) {
             l->fence.active = true;
             l->fence.hash = l->cur_hash;
             l->fence.parked = (rl__jobq){0};
@@ -177,38 +207,29 @@ static void fence_and_move(rl__lane *l, const rl__route *next, bool scan, rl__jo
         }
     }
     if (scan) {
-        rl__job *keep_head = NULL, **keep_tail = &keep_head, *keep_last = NULL;
+        rl__lq *q = &l->queue;
         size_t kept = 0;
-        rl__job *j = l->queue.head;
-        while (j) {
-            rl__job *nx = j->next;
-            uint32_t node;
-            rl_ring_lookup_hash(next->ring, j->pub.hash, &node);
+        for (size_t i = 0; i < q->len; i++) {
+            rl__qent e = *rl__lq_at(q, i);
+            uint32_t node = rl__route_node(next, e.hash);
             rl__lane *to = next->lanes[node];
             if (to == l) {
-                *keep_tail = j;
-                keep_tail = &j->next;
-                keep_last = j;
-                kept++;
-            } else if (to == armed_at && j->pub.hash == l->fence.hash) {
-                rl__jobq_push(&l->fence.parked, j); /* counted when the fence is linked */
+                *rl__lq_at(q, kept++) = e;
+            } else if (to == armed_at && e.hash == l->fence.hash) {
+                rl__jobq_push(&l->fence.parked, e.job); /* counted when the fence is linked */
             } else {
                 /* Fence lists of other lanes change only under the route lock, held here for
                  * writing, so they can be read without their lane's mutex. */
-                rl__fence *f = rl__fence_for(to, j->pub.hash);
+                rl__fence *f = rl__fence_for(to, e.hash);
                 if (f) {
-                    rl__jobq_push(&f->parked, j);
-                    parked[node]++;
+                    rl__jobq_push(&f->parked, e.job);
+                    p->parked_in[node]++;
                 } else {
-                    rl__jobq_push(&moved[node], j);
+                    p->moved[node][p->moved_n[node]++] = e;
                 }
             }
-            j = nx;
         }
-        *keep_tail = NULL;
-        l->queue.head = keep_head;
-        l->queue.tail = keep_last;
-        l->queue.len = kept;
+        q->len = kept;
         rl__lane_set_depth(l);
     }
     uv_mutex_unlock(&l->mu);
@@ -225,13 +246,52 @@ static bool lane_holds_jobs(const rl__lane *l)
     return l->queue.len || l->parked || l->busy || l->fence.active;
 }
 
-/* Applies a change under the route lock. `added` is the new lane (or NULL), `removed` the lane
- * that leaves (or NULL). Returns RL_EBUSY, changing nothing, when the last lane would go while
- * it still holds jobs. */
-static int apply_change(rl_dispatcher_t *d, rl__route *next, rl__lane *removed, rl__jobq *moved,
-                        size_t *parked)
+/* Sizes and allocates what the moves need, and gives every destination room for what may
+ * arrive, so that the steps after it cannot fail. Modifies no routing state. */
+static int prepare_moves(rl_dispatcher_t *d, plan *p)
 {
-    rl__route *cur = &d->route;
+    const rl__route *cur = &d->route;
+    size_t n = p->next.n, total = 0;
+    memset(p->incoming, 0, n * sizeof *p->incoming);
+    for (size_t i = 0; i < cur->n; i++)
+        count_fence(cur->lanes[i], p);
+    for (rl__lane *r = d->retiring; r; r = r->next_retiring)
+        count_fence(r, p);
+    for (size_t i = 0; i < cur->n; i++) {
+        rl__lane *l = cur->lanes[i];
+        if (!p->removed || l == p->removed)
+            count_leaving(l, p);
+    }
+    for (size_t i = 0; i < n; i++)
+        total += p->incoming[i]; /* moved[i] gets a slice of incoming[i], an upper bound */
+    p->buf = malloc((total ? total : 1) * sizeof *p->buf);
+    if (!p->buf)
+        return RL_ENOMEM;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        p->moved[i] = p->buf + at;
+        p->moved_n[i] = 0;
+        p->parked_in[i] = 0;
+        at += p->incoming[i];
+        if (!p->incoming[i])
+            continue;
+        rl__lane *x = p->next.lanes[i];
+        uv_mutex_lock(&x->mu);
+        int rc = rl__lq_reserve(&x->queue, x->queue.len + x->parked + p->incoming[i]);
+        uv_mutex_unlock(&x->mu);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Applies a change under the route lock. Returns RL_EBUSY, changing nothing, when the last
+ * lane would go while it still holds jobs; RL_ENOMEM, changing nothing, when the room for the
+ * moves cannot be had. */
+static int apply_change(rl_dispatcher_t *d, plan *p)
+{
+    rl__route *cur = &d->route, *next = &p->next;
+    rl__lane *removed = p->removed;
     uint64_t t0 = uv_hrtime();
     pthread_rwlock_wrlock(&d->route_lock);
     if (atomic_load(&d->closing)) {
@@ -240,9 +300,8 @@ static int apply_change(rl_dispatcher_t *d, rl__route *next, rl__lane *removed, 
     }
     if (next->n == 0) {
         /* The last lane goes: only when nothing is left anywhere for a ring to route. */
-        bool busy = false;
         uv_mutex_lock(&removed->mu);
-        busy = lane_holds_jobs(removed);
+        bool busy = lane_holds_jobs(removed);
         uv_mutex_unlock(&removed->mu);
         for (rl__lane *r = d->retiring; r && !busy; r = r->next_retiring) {
             uv_mutex_lock(&r->mu);
@@ -254,6 +313,11 @@ static int apply_change(rl_dispatcher_t *d, rl__route *next, rl__lane *removed, 
             return RL_EBUSY;
         }
     } else {
+        int rc = prepare_moves(d, p);
+        if (rc) {
+            pthread_rwlock_unlock(&d->route_lock);
+            return rc;
+        }
         /* A */
         for (size_t i = 0; i < cur->n; i++)
             retarget_fence(cur->lanes[i], next);
@@ -262,15 +326,18 @@ static int apply_change(rl_dispatcher_t *d, rl__route *next, rl__lane *removed, 
         /* B and C */
         for (size_t i = 0; i < cur->n; i++) {
             rl__lane *l = cur->lanes[i];
-            fence_and_move(l, next, !removed || l == removed, moved, parked);
+            fence_and_move(l, p, !removed || l == removed);
         }
         for (size_t i = 0; i < next->n; i++) {
-            if (!moved[i].len && !parked[i])
+            if (!p->moved_n[i] && !p->parked_in[i])
                 continue;
             rl__lane *to = next->lanes[i];
             uv_mutex_lock(&to->mu);
-            rl__jobq_append(&to->queue, &moved[i]);
-            to->parked += parked[i];
+            for (size_t k = 0; k < p->moved_n[i]; k++) {
+                *rl__lq_at(&to->queue, to->queue.len) = p->moved[i][k];
+                to->queue.len++;
+            }
+            to->parked += p->parked_in[i];
             rl__lane_set_depth(to);
             wake(to);
             uv_mutex_unlock(&to->mu);
@@ -298,12 +365,12 @@ static int apply_change(rl_dispatcher_t *d, rl__route *next, rl__lane *removed, 
     return 0;
 }
 
-/* The lane array of `ring`, taking lanes by name from the current route, `added` for its own. */
-static int lanes_for(rl_dispatcher_t *d, rl_ring_t *ring, rl__lane *added, rl__route *out)
+/* The lane array and table of `ring`, taking lanes by name from the current route, `added`
+ * for its own. */
+static int route_for(rl_dispatcher_t *d, rl_ring_t *ring, rl__lane *added, rl__route *out)
 {
     size_t n = rl_ring_member_count(ring);
-    out->ring = ring;
-    out->n = n;
+    *out = (rl__route){.ring = ring, .n = n};
     out->lanes = calloc(n ? n : 1, sizeof *out->lanes);
     if (!out->lanes)
         return RL_ENOMEM;
@@ -315,31 +382,45 @@ static int lanes_for(rl_dispatcher_t *d, rl_ring_t *ring, rl__lane *added, rl__r
         else
             out->lanes[i] = added;
     }
-    return 0;
+    return rl__route_table(out);
+}
+
+void rl__route_free(rl__route *r)
+{
+    rl_ring_free(r->ring);
+    free(r->lanes);
+    free(r->table);
+    *r = (rl__route){0};
 }
 
 /* Runs a change whose new ring is made; frees what is not kept. */
 static int change(rl_dispatcher_t *d, rl_ring_t *ring, rl__lane *added, rl__lane *removed)
 {
-    rl__route next;
-    int rc = lanes_for(d, ring, added, &next);
-    size_t n = next.n ? next.n : 1;
-    rl__jobq *moved = rc ? NULL : calloc(n, sizeof *moved);
-    size_t *parked = rc ? NULL : calloc(n, sizeof *parked);
-    if (!rc && (!moved || !parked))
-        rc = RL_ENOMEM;
+    plan p = {.removed = removed};
+    int rc = route_for(d, ring, added, &p.next);
+    size_t n = p.next.n ? p.next.n : 1;
+    if (!rc) {
+        p.incoming = calloc(n, sizeof *p.incoming);
+        p.parked_in = calloc(n, sizeof *p.parked_in);
+        p.moved_n = calloc(n, sizeof *p.moved_n);
+        p.moved = calloc(n, sizeof *p.moved);
+        if (!p.incoming || !p.parked_in || !p.moved_n || !p.moved)
+            rc = RL_ENOMEM;
+    }
     if (!rc)
-        rc = apply_change(d, &next, removed, moved, parked);
+        rc = apply_change(d, &p);
     if (!rc) {
         /* Keys may have moved from a full lane to one with room. */
         rl__space_notify(d);
         rl__check_capacity(d);
     }
-    /* On success `next` holds the old route now; on failure still the new one. */
-    rl_ring_free(next.ring);
-    free(next.lanes);
-    free(moved);
-    free(parked);
+    /* On success p.next holds the old route now; on failure still the new one. */
+    rl__route_free(&p.next);
+    free(p.incoming);
+    free(p.parked_in);
+    free(p.moved_n);
+    free(p.moved);
+    free(p.buf);
     return rc;
 }
 

@@ -20,10 +20,23 @@ static size_t take_from(rl__jobq *q, int64_t tag, rl__jobq *out)
     return n;
 }
 
+static void take_from_queue(rl__lq *q, int64_t tag, rl__jobq *out)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < q->len; i++) {
+        rl__qent e = *rl__lq_at(q, i);
+        if (e.job->pub.tag == tag)
+            rl__jobq_push(out, e.job);
+        else
+            *rl__lq_at(q, kept++) = e;
+    }
+    q->len = kept;
+}
+
 static void take_from_lane(rl__lane *l, int64_t tag, rl__jobq *out)
 {
     uv_mutex_lock(&l->mu);
-    take_from(&l->queue, tag, out);
+    take_from_queue(&l->queue, tag, out);
     for (rl__fence *f = l->fences; f; f = f->next_held)
         l->parked -= take_from(&f->parked, tag, out);
     /* A job waiting for a retry has not started its next attempt: it can go back too. The

@@ -37,17 +37,18 @@ static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t ta
 
     int rc = 0;
     pthread_rwlock_rdlock(&d->route_lock);
-    uint32_t node;
     if (atomic_load_explicit(&d->closing, memory_order_relaxed)) {
         rc = RL_ECLOSED;
-    } else if (rl_ring_lookup_hash(d->route.ring, hash, &node) != 0) {
+    } else if (d->route.n == 0) {
         rc = RL_ESTATE; /* no lanes */
     } else {
-        rl__lane *l = d->route.lanes[node];
+        rl__lane *l = d->route.lanes[rl__route_node(&d->route, hash)];
         uv_mutex_lock(&l->mu);
         if (l->queue.len + l->parked >= d->opts.lane_capacity) {
             rc = RL_EAGAIN;
             refuse(d, l);
+        } else if (rl__lq_reserve(&l->queue, l->queue.len + l->parked + 1) != 0) {
+            rc = RL_ENOMEM; /* room for the job wherever it lands: queue or parked */
         } else if (atomic_fetch_add(&d->jobs, 1) >= d->opts.max_jobs) {
             /* Over the memory bound. The reservation was only made when the count was already
              * at the bound; if jobs ended meanwhile, a waiting submitter may now fit. */
@@ -63,7 +64,7 @@ static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t ta
                 rl__jobq_push(&f->parked, j);
                 l->parked++;
             } else {
-                rl__jobq_push(&l->queue, j);
+                rl__lq_push(&l->queue, j);
                 if (l->sleeping)
                     uv_cond_signal(&l->cv);
             }
@@ -103,6 +104,9 @@ int rl_dispatch_submit(rl_dispatcher_t *d, const void *key, size_t key_len, void
         return rc;
     if (rl__on_loop_thread(d) || rl__worker_of == d)
         return submit_once(d, hash, data, tag);
+    rc = submit_once(d, hash, data, tag); /* the common case: there is room */
+    if (rc != RL_EAGAIN)
+        return rc;
 
     uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : uv_hrtime() + (uint64_t)timeout_ms * 1000000u;
     /* Registered before each attempt: whoever makes room after the attempt looked sees us. */

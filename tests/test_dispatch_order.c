@@ -284,7 +284,7 @@ static void test_order_under_lane_changes(void **state)
 {
     (void)state;
     if (long_run)
-        run(1200, SLOW_BUILD ? 60000 : 600000);
+        run(SLOW_BUILD ? 1200 : 3000, SLOW_BUILD ? 100000 : 3000000);
     else
         run(100, SLOW_BUILD ? 10000 : 40000);
 }
