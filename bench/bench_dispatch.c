@@ -14,6 +14,7 @@
 #include "ringlane/dispatcher.h"
 #include "ringlane/error.h"
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -154,6 +155,11 @@ static void pool_worker(void *arg)
     pool *p = arg;
     for (;;) {
         uv_mutex_lock(&p->mu);
+        for (int spin = 0; spin < 2 && !p->head && !p->closing; spin++) {
+            uv_mutex_unlock(&p->mu); /* as the dispatcher's workers: yield twice, then sleep */
+            sched_yield();
+            uv_mutex_lock(&p->mu);
+        }
         while (!p->head && !p->closing)
             uv_cond_wait(&p->not_empty, &p->mu);
         bjob *j = p->head;
@@ -273,8 +279,8 @@ static void throughput(uint64_t jobs)
                 if (d > best_d)
                     best_d = d;
             }
-            printf("%-6d %-8s %14.0f %14.0f %7.2f\n", lanes[l], works[w] ? "~1us" : "empty",
-                   best_b, best_d, best_d / best_b);
+            printf("%-6d %-8s %14.0f %14.0f %7.2f\n", lanes[l], works[w] ? "~1us" : "empty", best_b,
+                   best_d, best_d / best_b);
             fflush(stdout);
         }
     }

@@ -162,6 +162,7 @@ typedef struct rl__lane {
     rl__fence fence;          /* this lane's own fence; its fields change under the route lock */
     atomic_size_t depth_hint; /* queue.len + parked, readable without the lock */
     atomic_bool refused;      /* a submission to this lane got RL_EAGAIN */
+    bool blocked;             /* a waiting submitter was refused here (under mu) */
 
     /* The worker's state (under mu). cur_* describe the job in its handler or retry delay; the
      * job itself is only touched through cur_job by rl_dispatch_take_tag during a delay. */
@@ -232,6 +233,7 @@ struct rl_dispatcher {
 
     atomic_uint_fast64_t jobs, seq, refused, done, dead, returned_count;
     atomic_bool refused_global;
+    atomic_bool blocked_global; /* a waiting submitter was refused by max_jobs */
 
     uv_mutex_t space_mu; /* blocked submitters wait for room here */
     uv_cond_t space_cv;
@@ -250,6 +252,13 @@ bool rl__on_loop_thread(const rl_dispatcher_t *d);
 
 /* Wakes submitters waiting for room, if there are any. */
 void rl__space_notify(rl_dispatcher_t *d);
+
+/* The depth a full lane (or the job count) must fall to before waiting submitters are woken:
+ * three quarters, so that a waiter wakes to room for a batch, not for one job. */
+static inline size_t rl__low_water(size_t cap)
+{
+    return cap - cap / 4;
+}
 
 /* Loop thread: runs on_done for every finished job and frees it. */
 void rl__deliver_completions(rl_dispatcher_t *d);

@@ -30,25 +30,39 @@ bool rl__on_loop_thread(const rl_dispatcher_t *d)
 
 /* --- ending jobs on the loop thread --- */
 
-static void end_job(rl_dispatcher_t *d, rl__job *j, int outcome)
+/* Counts of jobs ended in one batch, published once per batch. */
+typedef struct ended {
+    uint64_t n[3];
+} ended;
+
+/* Ends one job. Its place in max_jobs is given back at once (on_done may submit again). */
+static void end_job(rl_dispatcher_t *d, rl__job *j, int outcome, ended *e)
 {
-    if (outcome == RL_DISPATCH_DONE)
-        atomic_fetch_add_explicit(&d->done, 1, memory_order_relaxed);
-    else if (outcome == RL_DISPATCH_DEAD)
-        atomic_fetch_add_explicit(&d->dead, 1, memory_order_relaxed);
-    else
-        atomic_fetch_add_explicit(&d->returned_count, 1, memory_order_relaxed);
+    e->n[outcome]++;
     if (d->opts.on_done)
         d->opts.on_done(d, &j->pub, outcome);
     free(j);
     atomic_fetch_sub(&d->jobs, 1);
 }
 
+static void publish(rl_dispatcher_t *d, const ended *e)
+{
+    if (e->n[RL_DISPATCH_DONE])
+        atomic_fetch_add_explicit(&d->done, e->n[RL_DISPATCH_DONE], memory_order_relaxed);
+    if (e->n[RL_DISPATCH_DEAD])
+        atomic_fetch_add_explicit(&d->dead, e->n[RL_DISPATCH_DEAD], memory_order_relaxed);
+    if (e->n[RL_DISPATCH_RETURNED])
+        atomic_fetch_add_explicit(&d->returned_count, e->n[RL_DISPATCH_RETURNED],
+                                  memory_order_relaxed);
+}
+
 void rl__end_jobs(rl_dispatcher_t *d, rl__jobq *q, int outcome)
 {
+    ended e = {{0}};
     rl__job *j;
     while ((j = rl__jobq_pop(q)))
-        end_job(d, j, outcome);
+        end_job(d, j, outcome, &e);
+    publish(d, &e);
     rl__space_notify(d);
 }
 
@@ -64,12 +78,18 @@ void rl__deliver_completions(rl_dispatcher_t *d)
         fifo = stack;
         stack = nx;
     }
+    ended e = {{0}};
     while (fifo) {
         rl__job *nx = fifo->next;
-        end_job(d, fifo, fifo->outcome);
+        end_job(d, fifo, fifo->outcome, &e);
         fifo = nx;
     }
-    rl__space_notify(d);
+    publish(d, &e);
+    /* Submitters held back by max_jobs wake once a quarter of it is free again. */
+    if (atomic_load(&d->blocked_global) &&
+        atomic_load(&d->jobs) <= rl__low_water(d->opts.max_jobs) &&
+        atomic_exchange(&d->blocked_global, false))
+        rl__space_notify(d);
 }
 
 void rl__check_capacity(rl_dispatcher_t *d)

@@ -1,6 +1,7 @@
 /* A lane: one FIFO queue and the one worker thread that empties it, with retries in place. */
 #include "dispatch_internal.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -198,6 +199,11 @@ static void worker(void *arg)
     rl__worker_of = d;
     uv_mutex_lock(&l->mu);
     for (;;) {
+        for (int spin = 0; spin < 2 && !l->queue.len && !should_exit(l); spin++) {
+            uv_mutex_unlock(&l->mu);
+            sched_yield();
+            uv_mutex_lock(&l->mu);
+        }
         while (!should_exit(l) && !l->queue.len) {
             l->sleeping = true;
             uv_cond_wait(&l->cv, &l->mu);
@@ -211,13 +217,18 @@ static void worker(void *arg)
         l->cur_hash = j->pub.hash;
         l->cur_tag = j->pub.tag;
         l->cur_job = j;
+        bool room = l->blocked && l->queue.len + l->parked <= rl__low_water(d->opts.lane_capacity);
+        if (room)
+            l->blocked = false;
         uv_mutex_unlock(&l->mu);
-        rl__space_notify(d); /* a cheap check unless a submitter waits for room */
+        if (room)
+            rl__space_notify(d);
 
         int outcome = run_job(l, j);
         uint64_t latency = 0;
         if (outcome == RL_DISPATCH_DONE || outcome == RL_DISPATCH_DEAD) {
-            latency = uv_hrtime() - j->submit_ns;
+            if (j->submit_ns)
+                latency = uv_hrtime() - j->submit_ns;
             j->outcome = outcome;
             /* Before the lane lets go of the key (below), so that on_done calls of one key
              * keep their order. The job is not touched after this. */
@@ -233,7 +244,8 @@ static void worker(void *arg)
             l->processed++;
             if (outcome == RL_DISPATCH_DEAD)
                 l->dead++;
-            rl__hist_add(l->hist, latency);
+            if (latency)
+                rl__hist_add(l->hist, latency);
         }
         l->busy = false;
         l->cur_job = NULL;
