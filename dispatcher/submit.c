@@ -120,7 +120,9 @@ int rl_dispatch_submit(rl_dispatcher_t *d, const void *key, size_t key_len, void
     if (rc != RL_EAGAIN)
         return rc;
 
-    uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : uv_hrtime() + (uint64_t)timeout_ms * 1000000u;
+    uint64_t deadline = timeout_ms < 0 || timeout_ms > INT64_MAX / 1000000
+                            ? UINT64_MAX
+                            : uv_hrtime() + (uint64_t)timeout_ms * 1000000u;
     /* Registered before each attempt: whoever makes room after the attempt looked sees us. */
     atomic_fetch_add(&d->space_waiters, 1);
     for (;;) {

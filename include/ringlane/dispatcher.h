@@ -135,10 +135,11 @@ RL_EXTERN int rl_dispatch_remove_lane(rl_dispatcher_t *d, const char *name);
  * returning, in submission order. *count (may be NULL) gets how many. Loop thread only. */
 RL_EXTERN int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count);
 
-/* Waits up to timeout_ms until no job with `tag` is in a handler. On the loop thread it then
- * delivers the finished jobs' on_done calls before returning 0, so every job with the tag has
- * ended once rl_dispatch_take_tag and this have returned 0 (and no new one was submitted).
- * RL_ETIMEDOUT otherwise (the jobs still end later, through on_done). */
+/* Waits up to timeout_ms until no job with `tag` is in flight (in its handler, or waiting for a
+ * retry: rl_dispatch_take_tag hands those back). On the loop thread it then delivers the
+ * finished jobs' on_done calls before returning 0, so every job with the tag has ended once
+ * rl_dispatch_take_tag and this have returned 0 (and no new one was submitted). RL_ETIMEDOUT
+ * otherwise (the jobs still end later, through on_done). */
 RL_EXTERN int rl_dispatch_wait_tag(rl_dispatcher_t *d, int64_t tag, uint64_t timeout_ms);
 
 /* Starts closing: new submissions get RL_ECLOSED; blocked submitters wake with RL_ECLOSED. In
