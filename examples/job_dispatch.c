@@ -73,17 +73,19 @@ static void produce(void *arg)
         order *o = malloc(sizeof *o);
         if (!o)
             abort();
-        o->customer = (int)((seed >> 8) % CUSTOMERS);
-        o->number = a->sent[o->customer];
+        int customer = (int)((seed >> 8) % CUSTOMERS);
+        o->customer = customer;
+        o->number = a->sent[customer];
         char key[32];
-        int len = snprintf(key, sizeof key, "customer-%d", o->customer);
-        /* Waits while the customer's lane is full. */
+        int len = snprintf(key, sizeof key, "customer-%d", customer);
+        /* Waits while the customer's lane is full. Once accepted, the order belongs to the
+         * dispatcher until on_done (which frees it): do not touch it here any more. */
         int rc = rl_dispatch_submit(a->d, key, (size_t)len, o, 0, -1);
         if (rc) {
             fprintf(stderr, "submit: %s\n", rl_strerror(rc));
             exit(1);
         }
-        a->sent[o->customer]++;
+        a->sent[customer]++;
         atomic_fetch_add(&a->submitted, 1);
     }
 }
