@@ -33,20 +33,27 @@ bool rl__on_loop_thread(const rl_dispatcher_t *d)
 /* Counts of jobs ended in one batch, published once per batch. */
 typedef struct ended {
     uint64_t n[3];
+    uint64_t unreleased; /* places in max_jobs not yet given back */
 } ended;
 
-/* Ends one job. Its place in max_jobs is given back at once (on_done may submit again). */
+/* Ends one job. Places in max_jobs go back every few jobs rather than one by one: the counter
+ * is shared with every submitter, and the count only ever overstates what is held. */
 static void end_job(rl_dispatcher_t *d, rl__job *j, int outcome, ended *e)
 {
     e->n[outcome]++;
     if (d->opts.on_done)
         d->opts.on_done(d, &j->pub, outcome);
     free(j);
-    atomic_fetch_sub(&d->jobs, 1);
+    if (++e->unreleased == 32) {
+        atomic_fetch_sub(&d->jobs, e->unreleased);
+        e->unreleased = 0;
+    }
 }
 
 static void publish(rl_dispatcher_t *d, const ended *e)
 {
+    if (e->unreleased)
+        atomic_fetch_sub(&d->jobs, e->unreleased);
     if (e->n[RL_DISPATCH_DONE])
         atomic_fetch_add_explicit(&d->done, e->n[RL_DISPATCH_DONE], memory_order_relaxed);
     if (e->n[RL_DISPATCH_DEAD])
@@ -58,7 +65,7 @@ static void publish(rl_dispatcher_t *d, const ended *e)
 
 void rl__end_jobs(rl_dispatcher_t *d, rl__jobq *q, int outcome)
 {
-    ended e = {{0}};
+    ended e = {{0}, 0};
     rl__job *j;
     while ((j = rl__jobq_pop(q)))
         end_job(d, j, outcome, &e);
@@ -78,7 +85,7 @@ void rl__deliver_completions(rl_dispatcher_t *d)
         fifo = stack;
         stack = nx;
     }
-    ended e = {{0}};
+    ended e = {{0}, 0};
     while (fifo) {
         rl__job *nx = fifo->next;
         end_job(d, fifo, fifo->outcome, &e);

@@ -114,10 +114,8 @@ int rl_dispatch_submit(rl_dispatcher_t *d, const void *key, size_t key_len, void
     int rc = hash_key(d, key, key_len, &hash);
     if (rc)
         return rc;
-    if (rl__on_loop_thread(d) || rl__worker_of == d)
-        return submit_once(d, hash, data, tag, false);
     rc = submit_once(d, hash, data, tag, false); /* the common case: there is room */
-    if (rc != RL_EAGAIN)
+    if (rc != RL_EAGAIN || rl__on_loop_thread(d) || rl__worker_of == d)
         return rc;
 
     uint64_t deadline = timeout_ms < 0 || timeout_ms > INT64_MAX / 1000000
