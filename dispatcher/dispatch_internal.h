@@ -224,6 +224,7 @@ struct rl_dispatcher {
 
     atomic_bool closing;
     bool close_done;
+    bool delivering; /* loop thread: on_done calls are being made from the completion stack */
     int close_mode;
     rl_dispatch_close_cb close_cb;
 

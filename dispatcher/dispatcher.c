@@ -75,9 +75,14 @@ void rl__end_jobs(rl_dispatcher_t *d, rl__jobq *q, int outcome)
 
 void rl__deliver_completions(rl_dispatcher_t *d)
 {
+    /* Not from inside on_done: the outer call still holds earlier completions, and a nested
+     * one would end later jobs before them. What is left is delivered on the next wake-up. */
+    if (d->delivering)
+        return;
     rl__job *stack = atomic_exchange_explicit(&d->done_head, NULL, memory_order_acquire);
     if (!stack)
         return;
+    d->delivering = true;
     rl__job *fifo = NULL; /* the stack reversed: completion order */
     while (stack) {
         rl__job *nx = stack->next;
@@ -91,6 +96,7 @@ void rl__deliver_completions(rl_dispatcher_t *d)
         end_job(d, fifo, fifo->outcome, &e);
         fifo = nx;
     }
+    d->delivering = false;
     publish(d, &e);
     /* Submitters held back by max_jobs wake once a quarter of it is free again. */
     if (atomic_load(&d->blocked_global) &&

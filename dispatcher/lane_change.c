@@ -7,6 +7,9 @@
  * one critical section under the route lock held for writing (submitters excluded; workers keep
  * running, except while their own lane's mutex is taken for a moment):
  *
+ *  0. Make room. Count, for each lane, the jobs that steps A to C may bring to it, and grow its
+ *     queue to hold them. This is the only step that can fail (RL_ENOMEM), and it changes no
+ *     routing state.
  *  A. Retarget fences. Each lane L has at most one fence: "the key of L's in-flight job (hash h)
  *     now belongs to lane H (the holder); jobs of h wait in the fence's parked list until L has
  *     finished that job". If the new ring gives h back to L, the fence dissolves: its parked jobs
@@ -18,7 +21,7 @@
  *     armed only while the job is still in flight and the worker always sees it.
  *  C. Move queued jobs. Every lane that can lose keys (all lanes on add, the removed lane on
  *     remove) is scanned front to back; each job whose key the new ring gives to another lane D
- *     is unlinked and appended, in scan order, to D's fence for that key if D holds one, else to
+ *     is taken out and appended, in scan order, to D's fence for that key if D holds one, else to
  *     the end of D's queue.
  *     B and C run for one lane under one hold of its mutex. Apart, the worker could pop the
  *     next job of a key between them: B would see the lane idle, and C would move the key's

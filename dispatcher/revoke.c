@@ -67,6 +67,9 @@ int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count)
     pthread_rwlock_unlock(&d->route_lock);
     if (count)
         *count = out.len;
+    /* Jobs that already finished end first, so a key's jobs end in order (except behind one
+     * still in its handler, which ends when it is done). */
+    rl__deliver_completions(d);
     rl__jobq_sort_seq(&out);
     rl__end_jobs(d, &out, RL_DISPATCH_RETURNED);
     rl__check_capacity(d);

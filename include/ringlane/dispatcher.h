@@ -19,7 +19,8 @@
  * Every accepted job ends in exactly one on_done call: RL_DISPATCH_DONE (the handler returned
  * 0), RL_DISPATCH_DEAD (dead-lettered after max_attempts failures) or RL_DISPATCH_RETURNED
  * (handed back unprocessed: rl_dispatch_take_tag, or a close in RL_DISPATCH_STOP mode). For the
- * jobs of one key these calls arrive in submission order.
+ * jobs of one key these calls arrive in submission order, with one exception: the jobs
+ * rl_dispatch_take_tag hands back end at once, before a job of their key still in its handler.
  */
 #ifndef RINGLANE_DISPATCHER_H
 #define RINGLANE_DISPATCHER_H
@@ -136,10 +137,10 @@ RL_EXTERN int rl_dispatch_remove_lane(rl_dispatcher_t *d, const char *name);
 RL_EXTERN int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count);
 
 /* Waits up to timeout_ms until no job with `tag` is in flight (in its handler, or waiting for a
- * retry: rl_dispatch_take_tag hands those back). On the loop thread it then delivers the
- * finished jobs' on_done calls before returning 0, so every job with the tag has ended once
- * rl_dispatch_take_tag and this have returned 0 (and no new one was submitted). RL_ETIMEDOUT
- * otherwise (the jobs still end later, through on_done). */
+ * retry: rl_dispatch_take_tag hands those back). On the loop thread (outside on_done) it then
+ * delivers the finished jobs' on_done calls before returning 0, so every job with the tag has
+ * ended once rl_dispatch_take_tag and this have returned 0 (and no new one was submitted).
+ * RL_ETIMEDOUT otherwise (the jobs still end later, through on_done). */
 RL_EXTERN int rl_dispatch_wait_tag(rl_dispatcher_t *d, int64_t tag, uint64_t timeout_ms);
 
 /* Starts closing: new submissions get RL_ECLOSED; blocked submitters wake with RL_ECLOSED. In
