@@ -122,7 +122,11 @@ static inline rl__job *rl__lq_pop(rl__lq *q)
 }
 
 /* Makes room for n entries in all; RL_ENOMEM leaves the queue as it was. */
-int rl__lq_reserve(rl__lq *q, size_t n);
+int rl__lq_grow(rl__lq *q, size_t n);
+static inline int rl__lq_reserve(rl__lq *q, size_t n)
+{
+    return n <= q->cap ? 0 : rl__lq_grow(q, n);
+}
 
 /* Moves a job list to the front (in its order) or the back; the caller guarantees room. */
 void rl__lq_prepend(rl__lq *q, rl__jobq *src);

@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-int rl__lq_reserve(rl__lq *q, size_t n)
+int rl__lq_grow(rl__lq *q, size_t n)
 {
     if (n <= q->cap)
         return 0;

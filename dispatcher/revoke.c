@@ -58,6 +58,10 @@ int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count)
         return RL_EINVAL;
     if (!rl__on_loop_thread(d))
         return RL_ESTATE;
+    /* Jobs that already finished end first, so that a key's jobs end in order (but for one
+     * still in its handler now, which ends when it is done). Jobs that start after the take
+     * end after the jobs handed back. */
+    rl__deliver_completions(d);
     rl__jobq out = {0};
     pthread_rwlock_rdlock(&d->route_lock);
     for (size_t i = 0; i < d->route.n; i++)
@@ -67,9 +71,6 @@ int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count)
     pthread_rwlock_unlock(&d->route_lock);
     if (count)
         *count = out.len;
-    /* Jobs that already finished end first, so a key's jobs end in order (except behind one
-     * still in its handler, which ends when it is done). */
-    rl__deliver_completions(d);
     rl__jobq_sort_seq(&out);
     rl__end_jobs(d, &out, RL_DISPATCH_RETURNED);
     rl__check_capacity(d);
