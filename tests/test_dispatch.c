@@ -384,6 +384,76 @@ static void test_max_jobs(void **state)
     ctx_free(c);
 }
 
+/* A handler that submits to its own full lane gets RL_EAGAIN instead of waiting for itself. */
+static int self_submit_rc[2];
+static int self_submitting_handler(rl_dispatcher_t *d, rl_dispatch_job *job)
+{
+    ctx *c = rl_dispatch_get_data(d);
+    rec *r = job->data;
+    if (r == &c->recs[0]) {
+        /* The lane holds nothing now; the first fills it (capacity 1), the second would wait. */
+        self_submit_rc[0] = rl_dispatch_submit(d, "k", 1, &c->recs[1], 0, -1);
+        self_submit_rc[1] = rl_dispatch_submit(d, "k", 1, &c->recs[2], 0, -1);
+    }
+    return 0;
+}
+
+static void test_submit_from_handler(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, A, 1);
+    o.lane_capacity = 1;
+    o.handler = self_submitting_handler;
+    start(c, &o);
+    for (int i = 0; i < 3; i++)
+        new_rec(c, "k", 0);
+    assert_rl_ok(submit(c, &c->recs[0]));
+    run_until_done(c, 2);
+    assert_int_equal(self_submit_rc[0], 0);
+    assert_int_equal(self_submit_rc[1], RL_EAGAIN);
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+}
+
+/* A submitter waiting for room is woken by the close and told so. */
+static void test_close_wakes_waiting_submitter(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, A, 1);
+    o.lane_capacity = 1;
+    start(c, &o);
+    gate_set(&c->g, false);
+    rec *first = new_rec(c, "k", 0);
+    first->gated = true;
+    assert_rl_ok(submit(c, first));
+    gate_wait_arrived(&c->g, 1);
+    assert_rl_ok(submit(c, new_rec(c, "k", 0))); /* the lane is full now */
+    blocked_submit b = {c, new_rec(c, "k", 0), -1, 1};
+    uv_thread_t t;
+    assert_int_equal(uv_thread_create(&t, blocked_submit_thread, &b), 0);
+    for (;;) { /* until the thread has been refused at least once */
+        rl_dispatch_stats s;
+        assert_rl_ok(rl_dispatch_stats_get(c->d, &s, NULL, 0, NULL));
+        if (s.refused > 0)
+            break;
+        uv_sleep(1);
+    }
+    assert_rl_ok(rl_dispatch_close(c->d, RL_DISPATCH_STOP, on_closed));
+    uv_thread_join(&t);
+    assert_int_equal(b.rc, RL_ECLOSED);
+    gate_set(&c->g, true);
+    assert_int_equal(uv_run(&c->loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(c->ndone, 2); /* the first done, the queued one handed back */
+    assert_int_equal(c->outcome[0], RL_DISPATCH_DONE);
+    assert_int_equal(c->outcome[1], RL_DISPATCH_RETURNED);
+    assert_int_equal(uv_loop_close(&c->loop), 0);
+    ctx_free(c);
+}
+
 /* --- failures --- */
 
 static void test_retry_in_place(void **state)
@@ -928,14 +998,24 @@ static void test_route_table(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_arguments),     cmocka_unit_test(test_order_per_key),
-        cmocka_unit_test(test_backpressure),      cmocka_unit_test(test_max_jobs),
-        cmocka_unit_test(test_retry_in_place),    cmocka_unit_test(test_dead_letter),
-        cmocka_unit_test(test_close_drain),       cmocka_unit_test(test_close_stop),
-        cmocka_unit_test(test_take_and_wait_tag), cmocka_unit_test(test_take_tag_during_retry),
-        cmocka_unit_test(test_fence_on_add),      cmocka_unit_test(test_fence_on_remove),
-        cmocka_unit_test(test_remove_last_lane),  cmocka_unit_test(test_moves_keep_order),
-        cmocka_unit_test(test_stats_json),        cmocka_unit_test(test_route_table),
+        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_order_per_key),
+        cmocka_unit_test(test_backpressure),
+        cmocka_unit_test(test_max_jobs),
+        cmocka_unit_test(test_submit_from_handler),
+        cmocka_unit_test(test_close_wakes_waiting_submitter),
+        cmocka_unit_test(test_retry_in_place),
+        cmocka_unit_test(test_dead_letter),
+        cmocka_unit_test(test_close_drain),
+        cmocka_unit_test(test_close_stop),
+        cmocka_unit_test(test_take_and_wait_tag),
+        cmocka_unit_test(test_take_tag_during_retry),
+        cmocka_unit_test(test_fence_on_add),
+        cmocka_unit_test(test_fence_on_remove),
+        cmocka_unit_test(test_remove_last_lane),
+        cmocka_unit_test(test_moves_keep_order),
+        cmocka_unit_test(test_stats_json),
+        cmocka_unit_test(test_route_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
