@@ -4,7 +4,8 @@
 # `make test` and `make demo` need), bench, format.
 set -eu
 
-build="cmake make gcc pkg-config libxxhash-dev libcmocka-dev libuv1-dev"
+build="cmake make gcc pkg-config libxxhash-dev libcmocka-dev"
+build="$build libuv1-dev" # the ordered dispatcher
 bench="valgrind"
 format="clang-format"
 
