@@ -87,6 +87,7 @@ typedef struct ctx {
     const memcached_st *mc;
     uint32_t nodes;
     const maglev *mg;
+    rl_ring_view view;
 } ctx;
 
 #define LOOP(name, body)                                                                           \
@@ -106,12 +107,14 @@ typedef struct ctx {
 
 LOOP(loop_ringlane_hash, rl_ring_lookup_hash(c->ring, in_hash[i], &node))
 LOOP(loop_snapshot_hash, rl_snapshot_lookup_hash(c->snap, in_hash[i], &node))
+LOOP(loop_view_hash, rl_ring_view_lookup_hash(&c->view, in_hash[i], &node))
 LOOP(loop_lower_bound_hash, node = bench_lower_bound(&c->pts, in_hash[i]))
 LOOP(loop_jump_local_hash, node = jump_hash(in_hash[i], c->nodes))
 LOOP(loop_maglev_local_hash, node = c->mg->table[in_hash[i] % MAGLEV_M])
 
 LOOP(loop_ringlane_key, rl_ring_lookup(c->ring, in_key[i], 16, &node))
 LOOP(loop_snapshot_key, rl_snapshot_lookup(c->snap, in_key[i], 16, &node))
+LOOP(loop_view_key, rl_ring_view_lookup_hash(&c->view, XXH3_64bits(in_key[i], 16), &node))
 LOOP(loop_lower_bound_key, node = bench_lower_bound(&c->pts, XXH3_64bits(in_key[i], 16)))
 LOOP(loop_memcached_key, node = memcached_generate_hash(c->mc, (const char *)in_key[i], 16))
 LOOP(loop_jump_local_key, node = jump_hash(XXH3_64bits(in_key[i], 16), c->nodes))
@@ -218,6 +221,10 @@ static void run_config(size_t nodes, uint32_t vnodes)
     printf("  %-44s %10s %8s %12s %8s\n", "engine", "hashed ns", "ratio", "16-B key ns", "ratio");
     double rh = time_loop(loop_ringlane_hash, &c), rk = time_loop(loop_ringlane_key, &c);
     row("ringlane (rl_ring_lookup_hash / _lookup)", rh, rk, rh, rk);
+    if (rl_ring_view_init(ring, &c.view) != 0)
+        abort();
+    row("ringlane view, inlined (+ xxh3 inlined)", time_loop(loop_view_hash, &c),
+        time_loop(loop_view_key, &c), rh, rk);
     row("ringlane via rl_snapshot_lookup[_hash]", time_loop(loop_snapshot_hash, &c),
         time_loop(loop_snapshot_key, &c), rh, rk);
     row("plain lower_bound, same points (+ xxh3)", time_loop(loop_lower_bound_hash, &c),

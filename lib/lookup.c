@@ -26,19 +26,22 @@ int rl_ring_hash_key(const rl_ring_t *r, const void *key, size_t len, uint64_t *
     return key_position(r, key, len, hash);
 }
 
-/* The owner of a position (arguments already checked). */
+/* The owner of a position (arguments already checked). A ring with points has the engine's
+ * fine table (ix_fast), so one test picks the hot path; the rest is the table profiles and
+ * empty rings. */
 static inline int owner_of_position(const rl_ring_t *r, uint64_t hash, uint32_t *node)
 {
+    if (r->ix_fast) {
+        *node = rl__owner_of(r, hash);
+        return 0;
+    }
     if (r->profile->lookup_hash) { /* maglev, jump: a table or a computation, not points */
         if (r->n_nodes == 0)
             return RL_EEMPTY;
         *node = r->profile->lookup_hash(r, hash & r->mask);
         return 0;
     }
-    if (r->n_points == 0)
-        return RL_EEMPTY;
-    *node = rl__owner_of(r, hash);
-    return 0;
+    return RL_EEMPTY; /* no points: no members, or all of ketama's below 4 vnodes */
 }
 
 int rl_ring_lookup_hash(const rl_ring_t *r, uint64_t hash, uint32_t *node)

@@ -12,6 +12,7 @@
  * Eytzinger layout and a coarse table alone; bench/RESULTS.md has the numbers. */
 #include "lookup_index.h"
 #include "ringlane/error.h"
+#include "ringlane/ring_view.h"
 
 #include <stdlib.h>
 
@@ -138,4 +139,13 @@ void rl__index_free(rl_ring_t *r)
     free(r->ix_fast);
     r->ix_start = NULL;
     r->ix_fast = NULL;
+}
+
+int rl_ring_view_init(const rl_ring_t *r, rl_ring_view *view)
+{
+    if (!r || !view)
+        return RL_EINVAL;
+    *view = (rl_ring_view){
+        .ring = r, .fast = r->ix_fast, .mask = r->mask, .gt = r->ix_gt, .shift = r->ix_fast_shift};
+    return 0;
 }

@@ -4,8 +4,11 @@
 
 #include "ring_internal.h"
 
-/* Marks a fine-table entry that holds the owner itself rather than a point index. */
-#define RL__IX_OWNER 0x80000000u
+#include "ringlane/ring_view.h"
+
+/* Marks a fine-table entry that holds the owner itself rather than a point index (public as
+ * RL_RING_VIEW_OWNER: ring views read the table too). */
+#define RL__IX_OWNER RL_RING_VIEW_OWNER
 
 /* Points scanned from a fine bucket's first point before the exact coarse search takes over;
  * a bucket that is not settled by one owner holds about one point on hashed rings. */

@@ -74,11 +74,15 @@ static void check_hash(const rl_ring_t *r, const ref_ring *ref, uint64_t h)
     if (got != want)
         fail_msg("%s: successor of %llu is point %zu, want %zu", rl_ring_profile(r),
                  (unsigned long long)h, got, want);
-    uint32_t node;
+    uint32_t node, via_view = UINT32_MAX;
     assert_rl_ok(rl_ring_lookup_hash(r, h, &node));
     if (node != ref->owner[want])
         fail_msg("%s: owner of %llu is %u, want %u", rl_ring_profile(r), (unsigned long long)h,
                  node, ref->owner[want]);
+    rl_ring_view view;
+    assert_rl_ok(rl_ring_view_init(r, &view));
+    assert_rl_ok(rl_ring_view_lookup_hash(&view, h, &via_view));
+    assert_int_equal(via_view, node);
     if ((h & 7) == 0) { /* bounded placement walks from the same point (a sample: it is O(n)) */
         assert_rl_ok(rl_ring_lookup_bounded_hash(r, h, zero_loads, 1.25, &node));
         assert_int_equal(node, ref->owner[want]);
@@ -319,6 +323,38 @@ static void crowded_positions_keep_tie_order(void **state)
     }
 }
 
+/* A view answers what the ring answers where it has no fine table too: profiles without
+ * points, and empty rings. */
+static void views_of_every_kind_of_ring(void **state)
+{
+    (void)state;
+    const char *names[] = {"a", "b", "c", "d"};
+    for (size_t p = 0; p < rl_profile_count(); p++) {
+        rl_ring_t *r = test_ring(rl_profile_at(p)->name, RL_VNODES_PROFILE, names, 4);
+        rl_ring_view v;
+        assert_rl_ok(rl_ring_view_init(r, &v));
+        uint64_t seed = 3;
+        for (int i = 0; i < 20000; i++) {
+            uint64_t h = test_rand(&seed);
+            uint32_t want, got;
+            assert_rl_ok(rl_ring_lookup_hash(r, h, &want));
+            assert_rl_ok(rl_ring_view_lookup_hash(&v, h, &got));
+            assert_int_equal(got, want);
+        }
+        rl_ring_free(r);
+    }
+    rl_ring_t *empty;
+    assert_rl_ok(rl_ring_build(NULL, 0, NULL, &empty));
+    rl_ring_view v;
+    uint32_t node;
+    assert_rl_ok(rl_ring_view_init(empty, &v));
+    assert_null(v.fast);
+    assert_int_equal(rl_ring_view_lookup_hash(&v, 5, &node), RL_EEMPTY);
+    assert_int_equal(rl_ring_view_init(NULL, &v), RL_EINVAL);
+    assert_int_equal(rl_ring_view_init(empty, NULL), RL_EINVAL);
+    rl_ring_free(empty);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -326,6 +362,7 @@ int main(void)
         cmocka_unit_test(big_ring_matches_plain_successor),
         cmocka_unit_test(replicas_start_at_plain_successor),
         cmocka_unit_test(crowded_positions_keep_tie_order),
+        cmocka_unit_test(views_of_every_kind_of_ring),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,7 @@
 #include "ringlane/hash.h"
 #include "ringlane/profile.h"
 #include "ringlane/ring.h"
+#include "ringlane/ring_view.h"
 #include "ringlane/snapshot.h"
 
 #endif
