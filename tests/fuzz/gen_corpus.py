@@ -55,3 +55,11 @@ CLI = [
 for i, (mode, text) in enumerate(CLI):
     write("fuzz_cli_parsers", "seed-%02d" % i, bytes([mode]) + text)
 write("fuzz_ring", "profile-default-vnodes", ring_input(0, 255, ABC, keys=KEYS))
+
+PROPS = [
+    (0, b"default"), (0, b"ketama"), (0, b"nope"), (1, b"160"), (1, b"0"), (1, b"65537"),
+    (1, b"12x"), (2, b"random"), (2, b"3"), (2, b"-1"), (3, b"true"), (3, b"0"), (3, b"maybe"),
+    (4, b"orders,payments"), (4, b"bad topic"), (4, b""), (5, b"x"),
+]
+for i, (sel, value) in enumerate(PROPS):
+    write("fuzz_plugin_props", "seed-%02d" % i, bytes([sel]) + value)
