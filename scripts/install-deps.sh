@@ -9,6 +9,7 @@ build="$build libmd-dev zlib1g-dev libmemcached-dev" # ketama MD5, groupcache CR
 
 # The Kafka partitioner: librdkafka, and kcat for the plugin's interoperability test.
 build="$build librdkafka-dev kcat"
+build="$build libuv1-dev" # the ordered dispatcher
 bench="valgrind"
 format="clang-format"
 fuzz="clang libclang-rt-14-dev"
