@@ -63,3 +63,15 @@ PROPS = [
 ]
 for i, (sel, value) in enumerate(PROPS):
     write("fuzz_plugin_props", "seed-%02d" % i, bytes([sel]) + value)
+
+# fuzz_dispatch: lanes, capacity, max_jobs, attempts, then (op, arg) pairs, then the close mode.
+def ops(*pairs):
+    return b"".join(bytes([o, a]) for o, a in pairs)
+write("fuzz_dispatch", "submit-run", bytes([2, 4, 16, 2]) + ops(*[(0, k) for k in range(12)], (7, 0)) + b"\0")
+write("fuzz_dispatch", "lane-changes", bytes([3, 3, 8, 3]) + ops(
+    (0, 1), (0, 2), (0, 9), (2, 4), (0, 1), (3, 0), (0, 2), (7, 0), (3, 1), (2, 5), (0, 3)) + b"\0")
+write("fuzz_dispatch", "revoke", bytes([2, 8, 32, 3]) + ops(
+    (0, 0), (0, 3), (0, 6), (4, 0), (5, 0), (0, 9), (6, 0), (7, 0)) + b"\1")
+write("fuzz_dispatch", "failures", bytes([1, 4, 8, 2]) + ops(*[(0, 8 * f) for f in range(4)]) + b"\0")
+write("fuzz_dispatch", "remove-last", bytes([1, 4, 8, 1]) + ops((0, 0), (3, 0), (0, 1), (2, 1)) + b"\1")
+write("fuzz_dispatch", "zero-lanes", bytes([0, 4, 8, 1]))
