@@ -26,7 +26,7 @@ static void check(int ok, const char *what)
 
 typedef struct job_rec {
     int key;
-    uint64_t order; /* per key, from 1 */
+    uint64_t order;      /* per key, from 1 */
     uint32_t fail_first; /* the handler fails this many calls first */
     int ended;
 } job_rec;
