@@ -183,33 +183,20 @@ typedef struct rl__lane {
     struct rl__lane *next_retiring;
 } rl__lane;
 
-/* The routing state: a ring over lane names and the lane of each node index, with a table of
- * 65536 buckets (the top 16 bits of a ring position) that answers without a search wherever a
- * bucket holds no ring point. */
-#define RL__ROUTE_SPLIT UINT16_MAX
+/* The routing state: a ring over lane names and the lane of each node index. */
 typedef struct rl__route {
     rl_ring_t *ring;
     rl__lane **lanes;
     size_t n;
-    uint16_t *table; /* NULL when the ring has no points to build it from */
-    uint64_t mask;   /* the ring's width */
-    unsigned shift;  /* position >> shift = bucket */
 } rl__route;
 
-/* Builds route->table for route->ring (RL_ENOMEM; no table is not an error). */
-int rl__route_table(rl__route *route);
-
-/* Frees a route's ring, lane array and table (not the lanes). */
+/* Frees a route's ring and lane array (not the lanes). */
 void rl__route_free(rl__route *route);
 
-/* The node index that owns a key position; the route's ring must not be empty. */
+/* The node index that owns a key position; the route's ring must not be empty. The core's
+ * lookup engine answers most positions with one table read. */
 static inline uint32_t rl__route_node(const rl__route *r, uint64_t hash)
 {
-    if (r->table) {
-        uint16_t t = r->table[(hash & r->mask) >> r->shift];
-        if (t != RL__ROUTE_SPLIT)
-            return t;
-    }
     uint32_t node = 0;
     rl_ring_lookup_hash(r->ring, hash, &node);
     return node;

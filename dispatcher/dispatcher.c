@@ -365,8 +365,6 @@ int rl_dispatch_init(struct uv_loop_s *loop, const rl_dispatch_options *opts, rl
         if (!rc)
             rc = rl__lane_start(d->route.lanes[i]);
     }
-    if (!rc)
-        rc = rl__route_table(&d->route);
     if (!rc && uv_async_init(loop, &d->async, on_async) != 0)
         rc = RL_ELOOP;
     if (rc) {

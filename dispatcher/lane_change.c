@@ -55,9 +55,10 @@
  *     while its queue is scanned (on add, under its mutex) for the keys that leave.
  *
  * Cost: the critical section walks the scanned lanes' queues twice (count, then move). Queues
- * are arrays of (key position, job), and the new route has a 65536-bucket table, so routing a
- * queued job touches neither the job nor a binary search in most cases. Everything else (the
- * new ring and its table, the lane array, the new lane and its thread) is made before it.
+ * are arrays of (key position, job), and the ring's lookup engine answers most positions with
+ * one table read, so routing a queued job touches neither the job nor a binary search in most
+ * cases. Everything else (the new ring, the lane array, the new lane and its thread) is made
+ * before it.
  */
 #include "dispatch_internal.h"
 
@@ -368,8 +369,8 @@ static int apply_change(rl_dispatcher_t *d, plan *p)
     return 0;
 }
 
-/* The lane array and table of `ring`, taking lanes by name from the current route, `added`
- * for its own. */
+/* The lane array of `ring`, taking lanes by name from the current route, `added` for its
+ * own. */
 static int route_for(rl_dispatcher_t *d, rl_ring_t *ring, rl__lane *added, rl__route *out)
 {
     size_t n = rl_ring_member_count(ring);
@@ -385,14 +386,13 @@ static int route_for(rl_dispatcher_t *d, rl_ring_t *ring, rl__lane *added, rl__r
         else
             out->lanes[i] = added;
     }
-    return rl__route_table(out);
+    return 0;
 }
 
 void rl__route_free(rl__route *r)
 {
     rl_ring_free(r->ring);
     free(r->lanes);
-    free(r->table);
     *r = (rl__route){0};
 }
 

@@ -82,7 +82,7 @@ int main(int argc, char **argv)
 {
     const char *servers = NULL, *topic = "ringlane-example", *profile = "default";
     long partitions = 6, messages = 1000, keys = 100, vnodes = 0;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* every option takes a value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -110,7 +110,6 @@ int main(int argc, char **argv)
             usage();
             return 2;
         }
-        i++;
     }
 
     /* The partitioner: one per application, installed on the default topic conf so that every

@@ -948,53 +948,6 @@ static void test_stats_json(void **state)
     ctx_free(c);
 }
 
-/* --- the route's bucket table answers exactly as the ring does --- */
-
-static void check_table(const char *profile, uint32_t vnodes, size_t lanes)
-{
-    const char *names[] = {"a", "b", "c", "d", "e", "f", "g"};
-    rl__route r = {.ring = test_ring(profile, vnodes, names, lanes), .n = lanes};
-    assert_rl_ok(rl__route_table(&r));
-    assert_non_null(r.table);
-    uint64_t seed = 7;
-    for (int i = 0; i < 200000; i++) {
-        uint64_t h = test_rand(&seed), n1;
-        uint32_t want;
-        assert_rl_ok(rl_ring_lookup_hash(r.ring, h, &want));
-        n1 = rl__route_node(&r, h);
-        assert_int_equal(n1, want);
-    }
-    /* Around every point, where buckets split. */
-    for (size_t i = 0; i < rl_ring_point_count(r.ring); i++) {
-        uint64_t pos;
-        uint32_t node, want;
-        assert_rl_ok(rl_ring_point(r.ring, i, &pos, &node));
-        for (int dlt = -1; dlt <= 1; dlt++) {
-            uint64_t h = pos + (uint64_t)(int64_t)dlt;
-            assert_rl_ok(rl_ring_lookup_hash(r.ring, h, &want));
-            assert_int_equal(rl__route_node(&r, h), want);
-        }
-        uint64_t lo = (pos & r.mask) >> r.shift << r.shift; /* the bucket's edges */
-        uint64_t hi = lo + ((r.shift ? (uint64_t)1 << r.shift : 1) - 1);
-        assert_rl_ok(rl_ring_lookup_hash(r.ring, lo, &want));
-        assert_int_equal(rl__route_node(&r, lo), want);
-        assert_rl_ok(rl_ring_lookup_hash(r.ring, hi, &want));
-        assert_int_equal(rl__route_node(&r, hi), want);
-    }
-    free(r.table);
-    rl_ring_free(r.ring);
-}
-
-static void test_route_table(void **state)
-{
-    (void)state;
-    check_table("default", 160, 5);
-    check_table("default", 1, 2);
-    check_table("ds09", 160, 7);
-    check_table("xmur3", 3, 4);       /* a 32-bit ring */
-    check_table("turnstone", 150, 3); /* a 16-bit ring with the > rule */
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1015,7 +968,6 @@ int main(void)
         cmocka_unit_test(test_remove_last_lane),
         cmocka_unit_test(test_moves_keep_order),
         cmocka_unit_test(test_stats_json),
-        cmocka_unit_test(test_route_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
