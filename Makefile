@@ -47,6 +47,7 @@ fuzz:
 	@scripts/install-deps.sh fuzz
 	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DRINGLANE_FUZZ=ON \
 	  -DRINGLANE_FUZZ_SECONDS=$(FUZZ_SECONDS) -DRINGLANE_BUILD_BENCH=OFF \
+	  -DRINGLANE_BUILD_EXAMPLES=OFF -DRINGLANE_BUILD_TOOLS=OFF \
 	  -DRINGLANE_SANITIZE=address,undefined,fuzzer-no-link $(CMAKE_FLAGS) >/dev/null
 	@cmake --build build-fuzz -j $(JOBS)
 	@ctest --test-dir build-fuzz --output-on-failure -L fuzz
