@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?=
 
-.PHONY: all deps build test demo bench asan tsan format format-check install clean
+.PHONY: all deps build test demo bench asan tsan memcheck fuzz format format-check install clean
 
 all: build
 
@@ -36,6 +36,22 @@ tsan:
 	@$(MAKE) --no-print-directory test BUILD=build-tsan CTEST_FLAGS="-L threads --no-tests=ignore" \
 	  CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Debug -DRINGLANE_SANITIZE=thread -DRINGLANE_BUILD_BENCH=OFF $(CMAKE_FLAGS)"
 
+# The unit suites under valgrind memcheck (errors and definite or indirect leaks fail them).
+memcheck: build
+	@scripts/install-deps.sh bench
+	@ctest --test-dir $(BUILD) -T memcheck -L unit -LE stress --output-on-failure -j $(JOBS)
+
+# The libFuzzer targets (clang), each run for FUZZ_SECONDS with ASan and UBSan.
+FUZZ_SECONDS ?= 30
+fuzz:
+	@scripts/install-deps.sh fuzz
+	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DRINGLANE_FUZZ=ON \
+	  -DRINGLANE_FUZZ_SECONDS=$(FUZZ_SECONDS) -DRINGLANE_BUILD_BENCH=OFF \
+	  -DRINGLANE_BUILD_EXAMPLES=OFF -DRINGLANE_BUILD_TOOLS=OFF \
+	  -DRINGLANE_SANITIZE=address,undefined,fuzzer-no-link $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build-fuzz -j $(JOBS)
+	@ctest --test-dir build-fuzz --output-on-failure -L fuzz
+
 format:
 	@git ls-files '*.c' '*.h' | xargs clang-format -i
 
@@ -46,4 +62,4 @@ install: build
 	@cmake --install $(BUILD)
 
 clean:
-	@rm -rf build build-asan build-tsan
+	@rm -rf build build-asan build-tsan build-fuzz

@@ -49,7 +49,8 @@ static int handle_order(rl_dispatcher_t *d, rl_dispatch_job *job)
     a->next_order[o->customer] = o->number + 1;
     volatile unsigned x = 0; /* a little work */
     for (int i = 0; i < 200; i++)
-        x += (unsigned)i;
+        x = x + (unsigned)i;
+    (void)x;
     atomic_store(&a->busy[o->customer], 0);
     return 0;
 }

@@ -97,6 +97,8 @@ int rl_kafka_partitioner_option_set(rl_kafka_partitioner_options *opts, const ch
         return RL_EINVAL;
     }
     const char *key = strncmp(name, "ringlane.", 9) == 0 ? name + 9 : name;
+    if (value && !*value) /* librdkafka hands the plugin "" as NULL: mean the same here */
+        value = NULL;
     rl_kafka_partitioner_options defaults;
     rl_kafka_partitioner_options_init(&defaults);
     unsigned long long v;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs the Debian packages ringlane needs that are missing, and says which. Needs root (or
 # sudo). Usage: scripts/install-deps.sh [GROUP...]; groups: build (default: everything that
-# `make test` and `make demo` need), bench, format.
+# `make test` and `make demo` need), bench, format, fuzz.
 set -eu
 
 build="cmake make gcc pkg-config libxxhash-dev libcmocka-dev"
@@ -12,6 +12,7 @@ build="$build librdkafka-dev kcat"
 build="$build libuv1-dev" # the ordered dispatcher
 bench="valgrind"
 format="clang-format"
+fuzz="clang libclang-rt-14-dev"
 
 groups="${*:-build}"
 want=""
@@ -20,7 +21,8 @@ for g in $groups; do
     build) want="$want $build" ;;
     bench) want="$want $build $bench" ;;
     format) want="$want $format" ;;
-    *) echo "install-deps: unknown group '$g' (build, bench, format)" >&2; exit 2 ;;
+    fuzz) want="$want $build $fuzz" ;;
+    *) echo "install-deps: unknown group '$g' (build, bench, format, fuzz)" >&2; exit 2 ;;
   esac
 done
 

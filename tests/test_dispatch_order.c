@@ -8,11 +8,15 @@
  * == submitted for every key, which with consecutive sequences makes them equal as multisets.
  *
  * Default: the short run. `--long`: at least 1,000 lane changes (CTest: test_dispatch_stress).
- * Built with ThreadSanitizer the job counts shrink, the number of lane changes does not. */
+ * Built with ThreadSanitizer the job counts shrink, the number of lane changes does not.
+ * `--seconds N`: the soak (tests/soak/soak.sh), a lane change every 50 ms for N seconds, with a
+ * line of counts and resident memory every 10 seconds. */
 #define _POSIX_C_SOURCE 200809L
 #include "dispatch_util.h"
 
+#include <limits.h>
 #include <sched.h>
+#include <unistd.h>
 
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define SLOW_BUILD 1
@@ -58,7 +62,38 @@ typedef struct world {
     uint64_t max_change_ns;
     bool closing;
     int closed;
+
+    /* the soak: run for soak_ns, report every 10 s */
+    uint64_t soak_ns, start_ns, next_change_ns;
+    uv_timer_t report;
 } world;
+
+static long soak_seconds; /* 0: the test runs; else the soak's length */
+
+/* Resident memory in KiB, from /proc (0 where there is none). */
+static long rss_kib(void)
+{
+    long pages = 0, rss = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
+            rss = 0;
+        fclose(f);
+    }
+    return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static void on_report(uv_timer_t *t)
+{
+    world *w = t->data;
+    uint64_t now = uv_hrtime(), jobs = atomic_load(&w->submitted_total);
+    double secs = (double)(now - w->start_ns) / 1e9;
+    printf("soak t=%.0fs jobs=%llu rate=%.0f/s lanes=%d changes=%d failures=%llu "
+           "violations=%d rss_kib=%ld\n",
+           secs, (unsigned long long)jobs, (double)jobs / secs, w->lanes_in, w->changes,
+           (unsigned long long)atomic_load(&w->failures), atomic_load(&w->violations), rss_kib());
+    fflush(stdout);
+}
 
 static const char *lane_name(int i)
 {
@@ -193,8 +228,22 @@ static void on_idle(uv_idle_t *h)
 {
     world *w = h->data;
     uint64_t done = atomic_load(&w->submitted_total);
+    if (w->soak_ns) { /* the soak: by the clock */
+        uint64_t now = uv_hrtime();
+        if (now >= w->next_change_ns && now - w->start_ns < w->soak_ns) {
+            change_lanes(w);
+            w->next_change_ns = now + 50 * 1000000ull;
+        }
+        if (now - w->start_ns >= w->soak_ns) {
+            w->target_changes = w->changes;
+            w->target_jobs = done;
+            uv_timer_stop(&w->report);
+            if (!uv_is_closing((uv_handle_t *)&w->report))
+                uv_close((uv_handle_t *)&w->report, NULL);
+        }
+    }
     /* Spread the changes over the run: one per target_jobs / target_changes submissions. */
-    if (w->changes < w->target_changes &&
+    if (!w->soak_ns && w->changes < w->target_changes &&
         done >= (uint64_t)w->changes * (w->target_jobs / (uint64_t)w->target_changes))
         change_lanes(w);
     if (w->changes >= w->target_changes && done >= w->target_jobs)
@@ -244,6 +293,14 @@ static void run(int changes, uint64_t jobs)
         subs[i] = (submitter){w, i};
         assert_int_equal(uv_thread_create(&threads[i], submit_thread, &subs[i]), 0);
     }
+    if (soak_seconds > 0) {
+        w->soak_ns = (uint64_t)soak_seconds * 1000000000ull;
+        w->start_ns = w->next_change_ns = uv_hrtime();
+        w->target_changes = INT_MAX;
+        assert_int_equal(uv_timer_init(&w->loop, &w->report), 0);
+        w->report.data = w;
+        assert_int_equal(uv_timer_start(&w->report, on_report, 10000, 10000), 0);
+    }
     assert_int_equal(uv_idle_init(&w->loop, &w->idle), 0);
     w->idle.data = w;
     assert_int_equal(uv_idle_start(&w->idle, on_idle), 0);
@@ -283,7 +340,9 @@ static bool long_run;
 static void test_order_under_lane_changes(void **state)
 {
     (void)state;
-    if (long_run)
+    if (soak_seconds > 0)
+        run(1, 1); /* by the clock: the targets are set when time is up */
+    else if (long_run)
         run(SLOW_BUILD ? 1200 : 3000, SLOW_BUILD ? 100000 : 3000000);
     else
         run(100, SLOW_BUILD ? 10000 : 40000);
@@ -292,6 +351,8 @@ static void test_order_under_lane_changes(void **state)
 int main(int argc, char **argv)
 {
     long_run = argc > 1 && strcmp(argv[1], "--long") == 0;
+    if (argc > 2 && strcmp(argv[1], "--seconds") == 0)
+        soak_seconds = strtol(argv[2], NULL, 10);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_order_under_lane_changes),
     };

@@ -72,9 +72,10 @@ RL_EXTERN void rl_kafka_partitioner_options_init(rl_kafka_partitioner_options *o
  *   vnodes             1..65536
  *   null.key           "random" or a partition number 0..RL_KAFKA_PARTITION_MAX
  *   skip.unavailable   "true" or "false" (also "1", "0")
- * value NULL restores the default. On error returns RL_EINVAL (unknown name, NULL opts or
- * name), RL_EPROFILE or RL_ERANGE, leaves opts unchanged and writes a one-line message naming
- * the property and its valid values to errstr (when errstr_size > 0). */
+ * value NULL or "" restores the default (librdkafka passes an empty value as NULL). On error
+ * returns RL_EINVAL (unknown name, NULL opts or name), RL_EPROFILE or RL_ERANGE, leaves opts
+ * unchanged and writes a one-line message naming the property and its valid values to errstr (when
+ * errstr_size > 0). */
 RL_EXTERN int rl_kafka_partitioner_option_set(rl_kafka_partitioner_options *opts, const char *name,
                                               const char *value, char *errstr, size_t errstr_size);
 

@@ -7,11 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+static FILE *error_stream;
+
+void cli_set_error_stream(FILE *f)
+{
+    error_stream = f;
+}
+
 static void vreport(const char *cmd, const char *fmt, va_list ap)
 {
-    fprintf(stderr, "ringlane %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    FILE *out = error_stream ? error_stream : stderr;
+    fprintf(out, "ringlane %s: ", cmd);
+    vfprintf(out, fmt, ap);
+    fputc('\n', out);
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
@@ -254,4 +262,46 @@ int cli_parse_opts(const char *cmd, int argc, char **argv, cli_opt *opts, char *
         }
     }
     return 0;
+}
+
+/* Applies "NAME=VALUE,..." to the ring's members: zones (strings) or loads (integers). */
+int cli_parse_map(const char *cmd, const char *option, const char *text, const rl_ring_t *ring,
+                  char **zone_buf, const char **zones, uint64_t *loads)
+{
+    char *buf = strdup(text ? text : "");
+    if (!buf)
+        return cli_usage_error(cmd, "out of memory");
+    int rc = 0;
+    char *save = NULL;
+    for (char *item = strtok_r(buf, ",", &save); item && rc == 0;
+         item = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(item, '=');
+        uint32_t node;
+        if (!eq) {
+            rc = cli_usage_error(cmd, "%s: expected NAME=VALUE, got '%s'", option, item);
+            break;
+        }
+        *eq = 0;
+        if (rl_ring_find(ring, item, &node) != 0) {
+            rc = cli_usage_error(cmd, "%s: '%s' is not one of the nodes", option, item);
+            break;
+        }
+        unsigned long long v;
+        if (zones) {
+            if (strlen(eq + 1) > RL_NAME_MAX)
+                rc = cli_usage_error(cmd, "%s: zone of '%s' is over %u bytes", option, item,
+                                     RL_NAME_MAX);
+            zones[node] = eq + 1;
+        } else if (cli_parse_u64(eq + 1, 0, UINT64_MAX / 2, &v) != 0) {
+            rc = cli_usage_error(cmd, "%s: load of '%s' must be a non-negative integer, got '%s'",
+                                 option, item, eq + 1);
+        } else {
+            loads[node] = v;
+        }
+    }
+    if (zones && rc == 0)
+        *zone_buf = buf; /* the zones point into it */
+    else
+        free(buf);
+    return rc;
 }

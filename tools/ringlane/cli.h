@@ -17,6 +17,9 @@ typedef struct cli_spec {
     size_t count;
 } cli_spec;
 
+/* Where error messages go (NULL: stderr); the fuzz target silences them. */
+void cli_set_error_stream(FILE *f);
+
 /* Prints "ringlane <cmd>: <message>" to stderr and returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -31,6 +34,13 @@ int cli_parse_double(const char *s, double *out);
 /* Parses a SPEC; on error prints a message naming the bad item and returns CLI_EXIT_USAGE. */
 int cli_parse_spec(const char *cmd, const char *option, const char *text, cli_spec *out);
 void cli_spec_free(cli_spec *spec);
+
+/* Parses "NAME=VALUE,..." over the ring's members: zones (into zones[node], pointing into a
+ * buffer returned in *zone_buf for the caller to free) when zones is set, else loads (integers
+ * 0..2^63-1 into loads[node]). Unknown names and bad values print an error and return
+ * CLI_EXIT_USAGE. */
+int cli_parse_map(const char *cmd, const char *option, const char *text, const rl_ring_t *ring,
+                  char **zone_buf, const char **zones, uint64_t *loads);
 
 /* Builds a ring; on error prints why (naming the member where one is at fault). */
 int cli_build_ring(const char *cmd, const char *profile, uint32_t vnodes, const cli_spec *spec,

@@ -23,48 +23,6 @@ static const char usage[] =
     "  --loads MAP      with --bounded: starting loads, NAME=LOAD,... (default 0)\n"
     "Exit status: 0 ok, 1 some key could not be routed (reported on stderr), 2 bad arguments.\n";
 
-/* Applies "NAME=VALUE,..." to the ring's members: zones (strings) or loads (integers). */
-static int parse_map(const char *cmd, const char *option, const char *text, const rl_ring_t *ring,
-                     char **zone_buf, const char **zones, uint64_t *loads)
-{
-    char *buf = strdup(text ? text : "");
-    if (!buf)
-        return cli_usage_error(cmd, "out of memory");
-    int rc = 0;
-    char *save = NULL;
-    for (char *item = strtok_r(buf, ",", &save); item && rc == 0;
-         item = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(item, '=');
-        uint32_t node;
-        if (!eq) {
-            rc = cli_usage_error(cmd, "%s: expected NAME=VALUE, got '%s'", option, item);
-            break;
-        }
-        *eq = 0;
-        if (rl_ring_find(ring, item, &node) != 0) {
-            rc = cli_usage_error(cmd, "%s: '%s' is not one of the nodes", option, item);
-            break;
-        }
-        unsigned long long v;
-        if (zones) {
-            if (strlen(eq + 1) > RL_NAME_MAX)
-                rc = cli_usage_error(cmd, "%s: zone of '%s' is over %u bytes", option, item,
-                                     RL_NAME_MAX);
-            zones[node] = eq + 1;
-        } else if (cli_parse_u64(eq + 1, 0, UINT64_MAX / 2, &v) != 0) {
-            rc = cli_usage_error(cmd, "%s: load of '%s' must be a non-negative integer, got '%s'",
-                                 option, item, eq + 1);
-        } else {
-            loads[node] = v;
-        }
-    }
-    if (zones && rc == 0)
-        *zone_buf = buf; /* the zones point into it */
-    else
-        free(buf);
-    return rc;
-}
-
 /* Rebuilds the ring with zones attached to its members. */
 static int with_zones(const char *cmd, const char *profile, uint32_t vnodes, cli_spec *spec,
                       const char **zones, rl_ring_t **ring)
@@ -164,10 +122,10 @@ int cmd_route(int argc, char **argv)
     if (!loads || !list || !zones)
         rc = cli_usage_error(cmd, "out of memory");
     if (rc == 0 && zones_s &&
-        (rc = parse_map(cmd, "--zones", zones_s, ring, &zone_buf, zones, NULL)) == 0)
+        (rc = cli_parse_map(cmd, "--zones", zones_s, ring, &zone_buf, zones, NULL)) == 0)
         rc = with_zones(cmd, profile, vnodes, &spec, zones, &ring);
     if (rc == 0 && loads_s)
-        rc = parse_map(cmd, "--loads", loads_s, ring, NULL, NULL, loads);
+        rc = cli_parse_map(cmd, "--loads", loads_s, ring, NULL, NULL, loads);
 
     char *key = NULL;
     size_t cap = 0;

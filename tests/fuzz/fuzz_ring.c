@@ -1,0 +1,154 @@
+/* Fuzz target: ring builds from arbitrary members, weights, zones, profiles and vnodes, then
+ * lookups, replicas, zoned replicas, bounded placement with arbitrary loads, stats, add and
+ * remove. Every result is checked against the API's promises; a broken promise aborts. */
+#include "fuzz_input.h"
+#include "ringlane/ringlane.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define MAX_MEMBERS 16
+
+static void check(int ok, const char *what)
+{
+    if (!ok) {
+        fprintf(stderr, "fuzz_ring: broken promise: %s\n", what);
+        abort();
+    }
+}
+
+static void check_code(int rc)
+{
+    check(rc <= 0, "error codes are negative");
+    check(rc == 0 || strcmp(rl_err_name(rc), "RL_UNKNOWN") != 0, "error codes are known");
+}
+
+static void exercise(const rl_ring_t *r, fuzz_input *in, size_t n)
+{
+    uint64_t loads[MAX_MEMBERS + 1];
+    uint32_t nodes[MAX_MEMBERS + 1];
+    for (size_t i = 0; i < n; i++)
+        loads[i] = fuzz_byte(in) < 200 ? fuzz_byte(in) : fuzz_u64(in);
+    double c = (double)fuzz_byte(in) / 50.0; /* 0 .. 5.1: below 1 acts as 1 */
+    size_t key_len;
+    const uint8_t *keys = fuzz_rest(in, &key_len);
+    /* Keys: the rest of the input cut into pieces of 0..15 bytes. */
+    for (size_t at = 0; at <= key_len;) {
+        size_t len = keys && at < key_len ? keys[at] % 16 : 0;
+        if (at + len > key_len)
+            len = key_len - at;
+        const void *key = keys ? (const void *)(keys + at) : (const void *)"";
+        uint32_t node;
+        int rc = rl_ring_lookup(r, key, len, &node);
+        check_code(rc);
+        if (rc == 0)
+            check(node < n, "lookup returns a member");
+        else
+            check(rc == RL_EEMPTY || rc == RL_EBADKEY, "lookup fails only for empty or bad key");
+
+        size_t want = (len * 7) % (n + 2), got = 99;
+        rc = rl_ring_replicas(r, key, len, nodes, want, &got);
+        check_code(rc);
+        if (rc == 0) {
+            check(got == (want < n ? want : n), "replicas: min(want, members)");
+            for (size_t i = 0; i < got; i++) {
+                check(nodes[i] < n, "replica is a member");
+                for (size_t j = 0; j < i; j++)
+                    check(nodes[i] != nodes[j], "replicas are distinct");
+            }
+            uint32_t owner;
+            if (got > 0 && rl_ring_lookup(r, key, len, &owner) == 0)
+                check(nodes[0] == owner, "the first replica is the owner");
+        }
+        rc = rl_ring_replicas_zoned(r, key, len, nodes, want, &got);
+        check_code(rc);
+        if (rc == 0)
+            for (size_t i = 0; i < got; i++)
+                for (size_t j = 0; j < i; j++)
+                    check(nodes[i] != nodes[j], "zoned replicas are distinct");
+
+        rc = rl_ring_lookup_bounded(r, key, len, loads, c, &node);
+        check_code(rc);
+        if (rc == 0) {
+            uint64_t placed = 0;
+            for (size_t i = 0; i < n; i++)
+                placed += loads[i];
+            check(node < n, "bounded returns a member");
+            check(loads[node] < rl_capacity(placed, n, c), "bounded stays below capacity");
+        }
+        at += len + 1;
+    }
+
+    rl_ring_stats st;
+    double shares[MAX_MEMBERS + 1];
+    int rc = rl_ring_stats_get(r, &st, shares);
+    check_code(rc);
+    if (rc == 0 && st.points > 0) {
+        double sum = 0;
+        for (size_t i = 0; i < n; i++) {
+            check(shares[i] >= 0 && shares[i] <= 1.0000001, "a share is a fraction");
+            sum += shares[i];
+        }
+        check(fabs(sum - 1.0) < 1e-6, "shares sum to 1");
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    fuzz_input in = {data, size, 0};
+    const rl_profile_info *p = rl_profile_at(fuzz_byte(&in) % (rl_profile_count() + 1));
+    rl_ring_options opts;
+    rl_ring_options_init(&opts);
+    opts.profile = p ? p->name : "no-such-profile";
+    uint8_t v = fuzz_byte(&in);
+    /* Small rings keep executions fast; 0 must be refused; 255 asks for the profile's own. */
+    opts.vnodes = v == 255 ? RL_VNODES_PROFILE : v % 64;
+
+    static char names[MAX_MEMBERS][300], zones[MAX_MEMBERS][300];
+    rl_member m[MAX_MEMBERS];
+    size_t n = fuzz_byte(&in) % (MAX_MEMBERS + 1);
+    for (size_t i = 0; i < n; i++) {
+        fuzz_string(&in, names[i], 299);
+        uint8_t w = fuzz_byte(&in);
+        m[i] = (rl_member){.name = names[i], .weight = w % 16 == 0 ? w / 16 : 1 + w % 3};
+        if (fuzz_byte(&in) & 1) {
+            fuzz_string(&in, zones[i], 299);
+            m[i].zone = zones[i];
+        }
+    }
+    rl_ring_t *r = (rl_ring_t *)&in;
+    int rc = rl_ring_build(m, n, &opts, &r);
+    check_code(rc);
+    if (rc != 0) {
+        check(r == NULL, "a failed build leaves *out NULL");
+        return 0;
+    }
+    check(rl_ring_member_count(r) == n, "every member is in the ring");
+    for (size_t i = 0; i < n; i++) {
+        uint32_t node;
+        check(rl_ring_find(r, names[i], &node) == 0 && node == i, "members keep their index");
+    }
+
+    char extra[300];
+    fuzz_string(&in, extra, 299);
+    rl_ring_t *added = NULL, *removed = NULL;
+    rc = rl_ring_add(r, &(rl_member){.name = extra, .weight = 1}, &added);
+    check_code(rc);
+    if (rc == 0) {
+        uint32_t node;
+        size_t want = rl_ring_find(r, extra, &node) == 0 ? n : n + 1;
+        check(rl_ring_member_count(added) == want, "add appends a new name only");
+        rc = rl_ring_remove(added, extra, &removed);
+        check_code(rc);
+        if (rc == 0)
+            check(rl_ring_member_count(removed) == want - 1, "remove drops the name");
+    }
+    exercise(r, &in, n);
+    rl_ring_free(removed);
+    rl_ring_free(added);
+    rl_ring_free(r);
+    return 0;
+}
