@@ -41,8 +41,7 @@ typedef struct rl_ring_view {
 RL_EXTERN int rl_ring_view_init(const rl_ring_t *ring, rl_ring_view *view);
 
 /* Exactly rl_ring_lookup_hash(view->ring, hash, node), mostly without a call. */
-static inline int rl_ring_view_lookup_hash(const rl_ring_view *view, uint64_t hash,
-                                           uint32_t *node)
+static inline int rl_ring_view_lookup_hash(const rl_ring_view *view, uint64_t hash, uint32_t *node)
 {
     if (view->fast) {
         uint64_t h = ((hash & view->mask) + view->gt) & view->mask;

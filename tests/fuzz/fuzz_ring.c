@@ -24,10 +24,26 @@ static void check_code(int rc)
     check(rc == 0 || strcmp(rl_err_name(rc), "RL_UNKNOWN") != 0, "error codes are known");
 }
 
+/* Members that own at least one point: only they can be replicas (a ketama server whose
+ * share rounds down to no labels has none, exactly as in libmemcached). */
+static size_t members_with_points(const rl_ring_t *r, size_t n)
+{
+    int has[MAX_MEMBERS + 1] = {0};
+    size_t count = 0;
+    uint32_t owner;
+    for (size_t i = 0; rl_ring_point(r, i, NULL, &owner) == 0; i++) {
+        check(owner < n, "a point belongs to a member");
+        count += !has[owner];
+        has[owner] = 1;
+    }
+    return count;
+}
+
 static void exercise(const rl_ring_t *r, fuzz_input *in, size_t n)
 {
     uint64_t loads[MAX_MEMBERS + 1];
     uint32_t nodes[MAX_MEMBERS + 1];
+    size_t reachable = members_with_points(r, n);
     for (size_t i = 0; i < n; i++)
         loads[i] = fuzz_byte(in) < 200 ? fuzz_byte(in) : fuzz_u64(in);
     double c = (double)fuzz_byte(in) / 50.0; /* 0 .. 5.1: below 1 acts as 1 */
@@ -51,7 +67,8 @@ static void exercise(const rl_ring_t *r, fuzz_input *in, size_t n)
         rc = rl_ring_replicas(r, key, len, nodes, want, &got);
         check_code(rc);
         if (rc == 0) {
-            check(got == (want < n ? want : n), "replicas: min(want, members)");
+            check(got == (want < reachable ? want : reachable),
+                  "replicas: min(want, members that own points)");
             for (size_t i = 0; i < got; i++) {
                 check(nodes[i] < n, "replica is a member");
                 for (size_t j = 0; j < i; j++)
