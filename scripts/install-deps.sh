@@ -6,6 +6,7 @@ set -eu
 
 build="cmake make gcc pkg-config libxxhash-dev libcmocka-dev"
 build="$build libmd-dev zlib1g-dev libmemcached-dev" # ketama MD5, groupcache CRC-32, the ketama proof
+build="$build libssl-dev" # libmemcached.pc requires libcrypto.pc
 
 # The Kafka partitioner: librdkafka, and kcat for the plugin's interoperability test.
 build="$build librdkafka-dev kcat"
