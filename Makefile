@@ -37,8 +37,11 @@ tsan:
 	  CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Debug -DRINGLANE_SANITIZE=thread -DRINGLANE_BUILD_BENCH=OFF $(CMAKE_FLAGS)"
 
 # The unit suites under valgrind memcheck (errors and definite or indirect leaks fail them).
-memcheck: build
-	@scripts/install-deps.sh bench
+# valgrind is installed before configuring, so CTest finds it even in a build/ made earlier.
+memcheck:
+	@scripts/install-deps.sh build bench
+	@cmake -S . -B $(BUILD) -DMEMORYCHECK_COMMAND=$$(command -v valgrind) $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
 	@ctest --test-dir $(BUILD) -T memcheck -L unit -LE stress --output-on-failure -j $(JOBS)
 
 # The libFuzzer targets (clang), each run for FUZZ_SECONDS with ASan and UBSan.
