@@ -1,9 +1,16 @@
-/* The byte hashes: FNV-1a, SplitMix64 and the xxHash family (from libxxhash, not a copy). */
-#include "ringlane/hash.h"
+/* The byte hashes: FNV-1a, SplitMix64, and the library ones: the xxHash family (libxxhash), MD5
+ * (libmd) and CRC-32 (zlib), used as they are, not copied. */
+#include "ring_internal.h"
 #include "ringlane/error.h"
+#include "ringlane/hash.h"
 
+#include <md5.h>
 #include <string.h>
+/* libxxhash's own implementation, compiled inline from its header: the same function, without
+ * a call through the shared library on every key. */
+#define XXH_INLINE_ALL
 #include <xxhash.h>
+#include <zlib.h>
 
 uint32_t rl_fnv1a32(const void *data, size_t len)
 {
@@ -50,6 +57,31 @@ uint64_t rl_xxh64(const void *data, size_t len, uint64_t seed)
     return XXH64(len ? data : "", len, seed);
 }
 
+void rl__md5(const void *data, size_t len, unsigned char digest[16])
+{
+    MD5_CTX ctx;
+    MD5Init(&ctx);
+    MD5Update(&ctx, len ? data : (const void *)"", len);
+    MD5Final(digest, &ctx);
+}
+
+uint32_t rl__le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+uint32_t rl_md5_32(const void *data, size_t len)
+{
+    unsigned char digest[16];
+    rl__md5(data, len, digest);
+    return rl__le32(digest);
+}
+
+uint32_t rl_crc32(const void *data, size_t len)
+{
+    return (uint32_t)crc32_z(0, len ? data : (const void *)"", len);
+}
+
 int rl_hash_by_name(const char *name, const void *data, size_t len, uint64_t *out)
 {
     if (!name || !out || (!data && len))
@@ -64,6 +96,12 @@ int rl_hash_by_name(const char *name, const void *data, size_t len, uint64_t *ou
         *out = rl_xmur3(data, len);
     else if (strcmp(name, "xxh3") == 0)
         *out = rl_xxh3(data, len);
+    else if (strcmp(name, "xxh64") == 0)
+        *out = rl_xxh64(data, len, 0);
+    else if (strcmp(name, "md5") == 0)
+        *out = rl_md5_32(data, len);
+    else if (strcmp(name, "crc32") == 0)
+        *out = rl_crc32(data, len);
     else
         return RL_EINVAL;
     return 0;

@@ -1,37 +1,17 @@
 /* Key to node: the successor rule, replica preference lists and bounded-loads placement.
  * Nothing here allocates or takes a lock: a snapshot is immutable. */
-#include "ring_internal.h"
+#include "lookup_index.h"
 #include "ringlane/error.h"
 
 #include <math.h>
 
-size_t rl__successor(const rl_ring_t *r, uint64_t hash)
+/* The key's position on the ring (arguments already checked). */
+static inline int key_position(const rl_ring_t *r, const void *key, size_t len, uint64_t *hash)
 {
-    size_t lo = 0, hi = r->n_points;
-    if (r->profile->successor == RL__SUCC_GE) {
-        while (lo < hi) { /* first pos >= hash */
-            size_t mid = lo + (hi - lo) / 2;
-            if (r->pos[mid] < hash)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-    } else {
-        while (lo < hi) { /* first pos > hash */
-            size_t mid = lo + (hi - lo) / 2;
-            if (r->pos[mid] <= hash)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+    if (r->ix_key_hash) {
+        *hash = r->ix_key_hash(key, len) & r->mask;
+        return 0;
     }
-    return lo == r->n_points ? 0 : lo; /* past the top: wrap to the first point */
-}
-
-int rl_ring_hash_key(const rl_ring_t *r, const void *key, size_t len, uint64_t *hash)
-{
-    if (!r || !hash || (!key && len))
-        return RL_EINVAL;
     if (r->hash || !r->profile->key_hash) {
         *hash = rl__label_hash(r, key, len);
         return 0;
@@ -39,23 +19,48 @@ int rl_ring_hash_key(const rl_ring_t *r, const void *key, size_t len, uint64_t *
     return r->profile->key_hash(key, len, hash);
 }
 
+int rl_ring_hash_key(const rl_ring_t *r, const void *key, size_t len, uint64_t *hash)
+{
+    if (!r || !hash || (!key && len))
+        return RL_EINVAL;
+    return key_position(r, key, len, hash);
+}
+
+/* The owner of a position (arguments already checked). */
+static inline int owner_of_position(const rl_ring_t *r, uint64_t hash, uint32_t *node)
+{
+    if (r->profile->lookup_hash) { /* maglev, jump: a table or a computation, not points */
+        if (r->n_nodes == 0)
+            return RL_EEMPTY;
+        *node = r->profile->lookup_hash(r, hash & r->mask);
+        return 0;
+    }
+    if (r->n_points == 0)
+        return RL_EEMPTY;
+    *node = rl__owner_of(r, hash);
+    return 0;
+}
+
 int rl_ring_lookup_hash(const rl_ring_t *r, uint64_t hash, uint32_t *node)
 {
     if (!r || !node)
         return RL_EINVAL;
-    if (r->n_points == 0)
-        return RL_EEMPTY;
-    *node = r->owner[rl__successor(r, hash & r->mask)];
-    return 0;
+    return owner_of_position(r, hash, node);
 }
 
+/* The public functions call one another through the symbol table; this one is written out so
+ * a keyed lookup is one call. Checks in the same order as hash_key, then lookup_hash. */
 int rl_ring_lookup(const rl_ring_t *r, const void *key, size_t len, uint32_t *node)
 {
+    if (!r || (!key && len))
+        return RL_EINVAL;
     uint64_t h;
-    int rc = rl_ring_hash_key(r, key, len, &h);
+    int rc = key_position(r, key, len, &h);
     if (rc)
         return rc;
-    return rl_ring_lookup_hash(r, h, node);
+    if (!node)
+        return RL_EINVAL;
+    return owner_of_position(r, h, node);
 }
 
 static int contains(const uint32_t *v, size_t n, uint32_t x)
@@ -73,6 +78,8 @@ static int replica_start(const rl_ring_t *r, const void *key, size_t len, const 
     if (!r || !got || (!nodes && want))
         return RL_EINVAL;
     *got = 0;
+    if (r->profile->lookup_hash)
+        return RL_ENOTSUP; /* no clockwise order to walk */
     uint64_t h;
     int rc = rl_ring_hash_key(r, key, len, &h);
     if (rc)
@@ -150,6 +157,8 @@ int rl_ring_lookup_bounded_hash(const rl_ring_t *r, uint64_t hash, const uint64_
 {
     if (!r || !loads || !node)
         return RL_EINVAL;
+    if (r->profile->lookup_hash)
+        return RL_ENOTSUP; /* no clockwise order to walk */
     if (r->n_points == 0)
         return RL_EEMPTY;
     uint64_t placed = 0;
@@ -159,7 +168,7 @@ int rl_ring_lookup_bounded_hash(const rl_ring_t *r, uint64_t hash, const uint64_
         placed += loads[i];
     }
     uint64_t cap = rl_capacity(placed, r->n_nodes, c);
-    size_t start = rl__successor(r, hash & r->mask);
+    size_t start = rl__successor(r, hash);
     for (size_t k = 0; k < r->n_points; k++) {
         uint32_t owner = r->owner[(start + k) % r->n_points];
         if (loads[owner] < cap) {

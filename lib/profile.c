@@ -36,60 +36,76 @@ static int key_turnstone(const void *key, size_t len, uint64_t *out)
     return rc;
 }
 
-static const rl__profile profiles[] = {
-    {
-        .info = {.name = "default",
-                 .hash = "xxh3-64 (libxxhash)",
-                 .labels = "<name>#<i>, i from 0, weight x vnodes per member",
-                 .rule = "first point >= hash, wrap; ties by (position, name, i)",
-                 .compatible = "ringlane's own",
-                 .default_vnodes = 160,
-                 .bits = 64},
-        .successor = RL__SUCC_GE,
-        .tie = RL__TIE_NAME,
-        .label_sep = "#",
-        .label_hash = label_xxh3,
-    },
-    {
-        .info = {.name = "ds09",
-                 .hash = "hash64 = SplitMix64(FNV-1a 64)",
-                 .labels = "<name>#<i>, i from 0, weight x vnodes per member",
-                 .rule = "first point >= hash, wrap; ties by (position, name, i)",
-                 .compatible = "ds.09 ring with bounded loads (Go reference, parity ring.hash)",
-                 .default_vnodes = 160,
-                 .bits = 64},
-        .successor = RL__SUCC_GE,
-        .tie = RL__TIE_NAME,
-        .label_sep = "#",
-        .label_hash = label_hash64,
-    },
-    {
-        .info = {.name = "turnstone",
-                 .hash = "FNV-1a 32 mod 65536; keys: bucket_of (first 4 hex digits)",
-                 .labels = "<name>:<i>, i from 0, weight x 150 per member",
-                 .rule = "first point > bucket (bisect_right), wrap; ties by (position, name, i)",
-                 .compatible = "turnstone consistent-hash-ring reference design (16-bit ring)",
-                 .default_vnodes = 150,
-                 .bits = 16},
-        .successor = RL__SUCC_GT,
-        .tie = RL__TIE_NAME,
-        .label_sep = ":",
-        .label_hash = label_fnv1a32,
-        .key_hash = key_turnstone,
-    },
-    {
-        .info = {.name = "xmur3",
-                 .hash = "xmur3 32-bit over code points",
-                 .labels = "<name>#<i>, i from 0, weight x vnodes per member",
-                 .rule = "first point >= hash (bisect_left), wrap; ties by (position, name, i)",
-                 .compatible = "seed 003 interview reference (Python and TypeScript on BMP text)",
-                 .default_vnodes = 3,
-                 .bits = 32},
-        .successor = RL__SUCC_GE,
-        .tie = RL__TIE_NAME,
-        .label_sep = "#",
-        .label_hash = label_xmur3,
-    },
+static const rl__profile profile_default = {
+    .info = {.name = "default",
+             .hash = "xxh3-64 (libxxhash)",
+             .labels = "<name>#<i>, i from 0, weight x vnodes per member",
+             .rule = "first point >= hash, wrap; ties by (position, name, i)",
+             .compatible = "ringlane's own",
+             .default_vnodes = 160,
+             .bits = 64,
+             .max_vnodes = RL_VNODES_MAX,
+             .kind = "ring"},
+    .successor = RL__SUCC_GE,
+    .tie = RL__TIE_NAME,
+    .label_sep = "#",
+    .label_hash = label_xxh3,
+};
+
+static const rl__profile profile_ds09 = {
+    .info = {.name = "ds09",
+             .hash = "hash64 = SplitMix64(FNV-1a 64)",
+             .labels = "<name>#<i>, i from 0, weight x vnodes per member",
+             .rule = "first point >= hash, wrap; ties by (position, name, i)",
+             .compatible = "ds.09 ring with bounded loads (Go reference, parity ring.hash)",
+             .default_vnodes = 160,
+             .bits = 64,
+             .max_vnodes = RL_VNODES_MAX,
+             .kind = "ring"},
+    .successor = RL__SUCC_GE,
+    .tie = RL__TIE_NAME,
+    .label_sep = "#",
+    .label_hash = label_hash64,
+};
+
+static const rl__profile profile_turnstone = {
+    .info = {.name = "turnstone",
+             .hash = "FNV-1a 32 mod 65536; keys: bucket_of (first 4 hex digits)",
+             .labels = "<name>:<i>, i from 0, weight x 150 per member",
+             .rule = "first point > bucket (bisect_right), wrap; ties by (position, name, i)",
+             .compatible = "turnstone consistent-hash-ring reference design (16-bit ring)",
+             .default_vnodes = 150,
+             .bits = 16,
+             .max_vnodes = RL_VNODES_MAX,
+             .kind = "ring"},
+    .successor = RL__SUCC_GT,
+    .tie = RL__TIE_NAME,
+    .label_sep = ":",
+    .label_hash = label_fnv1a32,
+    .key_hash = key_turnstone,
+};
+
+static const rl__profile profile_xmur3 = {
+    .info = {.name = "xmur3",
+             .hash = "xmur3 32-bit over code points",
+             .labels = "<name>#<i>, i from 0, weight x vnodes per member",
+             .rule = "first point >= hash (bisect_left), wrap; ties by (position, name, i)",
+             .compatible = "seed 003 interview reference (Python and TypeScript on BMP text)",
+             .default_vnodes = 3,
+             .bits = 32,
+             .max_vnodes = RL_VNODES_MAX,
+             .kind = "ring"},
+    .successor = RL__SUCC_GE,
+    .tie = RL__TIE_NAME,
+    .label_sep = "#",
+    .label_hash = label_xmur3,
+};
+
+/* The registry, in the order `ringlane profiles` lists them; the first is the default. */
+static const rl__profile *const profiles[] = {
+    &profile_default,        &profile_ds09,       &profile_turnstone,
+    &profile_xmur3,          &rl__profile_ketama, &rl__profile_envoy,
+    &rl__profile_groupcache, &rl__profile_maglev, &rl__profile_jump,
 };
 
 #define N_PROFILES (sizeof profiles / sizeof profiles[0])
@@ -97,10 +113,10 @@ static const rl__profile profiles[] = {
 const rl__profile *rl__profile_find(const char *name)
 {
     if (!name)
-        return &profiles[0];
+        return profiles[0];
     for (size_t i = 0; i < N_PROFILES; i++)
-        if (strcmp(profiles[i].info.name, name) == 0)
-            return &profiles[i];
+        if (strcmp(profiles[i]->info.name, name) == 0)
+            return profiles[i];
     return NULL;
 }
 
@@ -111,7 +127,7 @@ size_t rl_profile_count(void)
 
 const rl_profile_info *rl_profile_at(size_t i)
 {
-    return i < N_PROFILES ? &profiles[i].info : NULL;
+    return i < N_PROFILES ? &profiles[i]->info : NULL;
 }
 
 const rl_profile_info *rl_profile_find(const char *name)

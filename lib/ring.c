@@ -2,7 +2,6 @@
 #include "ring_internal.h"
 #include "ringlane/error.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,40 +61,44 @@ uint64_t rl__label_hash(const rl_ring_t *r, const void *data, size_t len)
     return h & r->mask;
 }
 
-/* Generic labels "<name><sep><i>" for i in 0 .. weight * vnodes - 1, one point each. */
+/* Adds one to the decimal number in p[0..len) in place; returns its new length. */
+static size_t decimal_increment(char *p, size_t len)
+{
+    for (size_t k = len; k-- > 0;) {
+        if (p[k] != '9') {
+            p[k]++;
+            return len;
+        }
+        p[k] = '0';
+    }
+    memmove(p + 1, p, len); /* 9...9 became 0...0: one digit more */
+    p[0] = '1';
+    return len + 1;
+}
+
+/* Generic labels "<name><sep><i>" for i in 0 .. weight * vnodes - 1, one point each. The
+ * "<name><sep>" prefix is written once per member and i is counted in place in decimal. */
 static int emit_generic(const rl_ring_t *r, rl__points *out)
 {
     char label[RL_NAME_MAX + 32];
+    size_t sep_len = strlen(r->profile->label_sep);
     for (uint32_t n = 0; n < r->n_nodes; n++) {
         const rl__node *node = &r->nodes[n];
+        memcpy(label, node->name, node->name_len);
+        memcpy(label + node->name_len, r->profile->label_sep, sep_len);
+        size_t prefix = node->name_len + sep_len, digits = 1;
+        label[prefix] = '0';
         uint64_t count = (uint64_t)node->weight * r->vnodes;
         for (uint64_t i = 0; i < count; i++) {
-            int len = snprintf(label, sizeof label, "%s%s%llu", node->name, r->profile->label_sep,
-                               (unsigned long long)i);
-            int rc = rl__points_push(out, rl__label_hash(r, label, (size_t)len), n, (uint32_t)i);
+            if (i > 0)
+                digits = decimal_increment(label + prefix, digits);
+            int rc =
+                rl__points_push(out, rl__label_hash(r, label, prefix + digits), n, (uint32_t)i);
             if (rc)
                 return rc;
         }
     }
     return 0;
-}
-
-/* The sort key of a point: position, then the profile's tie order, then vnode index. */
-typedef struct sort_point {
-    uint64_t pos;
-    uint32_t tie;
-    uint32_t vnode;
-    uint32_t node;
-} sort_point;
-
-static int cmp_sort_point(const void *pa, const void *pb)
-{
-    const sort_point *a = pa, *b = pb;
-    if (a->pos != b->pos)
-        return a->pos < b->pos ? -1 : 1;
-    if (a->tie != b->tie)
-        return a->tie < b->tie ? -1 : 1;
-    return (a->vnode > b->vnode) - (a->vnode < b->vnode);
 }
 
 static int cmp_str_ptr(const void *pa, const void *pb)
@@ -175,47 +178,33 @@ static int place_points(rl_ring_t *r)
 {
     rl__points pts = {0};
     int rc = r->profile->emit ? r->profile->emit(r, &pts) : emit_generic(r, &pts);
-    if (rc) {
-        free(pts.v);
-        return rc;
-    }
-
-    uint32_t *rank = NULL;
-    sort_point *sp = malloc((pts.len ? pts.len : 1) * sizeof *sp);
-    if (r->profile->tie == RL__TIE_NAME) {
-        rank = malloc((r->n_nodes ? r->n_nodes : 1) * sizeof *rank);
-        if (rank)
-            for (uint32_t i = 0; i < r->n_nodes; i++)
-                rank[r->by_name[i]] = i;
-    }
+    /* The tie key of each node: the profile's order of members at one position. */
+    uint32_t *tie = malloc((r->n_nodes ? r->n_nodes : 1) * sizeof *tie);
     r->pos = malloc((pts.len ? pts.len : 1) * sizeof *r->pos);
     r->owner = malloc((pts.len ? pts.len : 1) * sizeof *r->owner);
-    if (!sp || !r->pos || !r->owner || (r->profile->tie == RL__TIE_NAME && !rank)) {
-        free(sp);
-        free(rank);
-        free(pts.v);
-        return RL_ENOMEM;
+    if (rc == 0 && (!tie || !r->pos || !r->owner))
+        rc = RL_ENOMEM;
+    if (rc == 0) {
+        for (uint32_t i = 0; i < r->n_nodes; i++) {
+            if (r->profile->tie == RL__TIE_NAME)
+                tie[r->by_name[i]] = i;
+            else if (r->profile->tie == RL__TIE_LATER_WINS)
+                tie[i] = UINT32_MAX - i;
+            else
+                tie[i] = i;
+        }
+        rc = rl__sort_points(pts.v, pts.len, tie);
     }
-
-    for (size_t i = 0; i < pts.len; i++) {
-        const rl__point *p = &pts.v[i];
-        uint32_t tie = p->node;
-        if (r->profile->tie == RL__TIE_NAME)
-            tie = rank[p->node];
-        else if (r->profile->tie == RL__TIE_LATER_WINS)
-            tie = UINT32_MAX - p->node;
-        sp[i] = (sort_point){.pos = p->pos, .tie = tie, .vnode = p->vnode, .node = p->node};
+    if (rc == 0) {
+        for (size_t i = 0; i < pts.len; i++) {
+            r->pos[i] = pts.v[i].pos;
+            r->owner[i] = pts.v[i].node;
+        }
+        r->n_points = pts.len;
     }
+    free(tie);
     free(pts.v);
-    free(rank);
-    qsort(sp, pts.len, sizeof *sp, cmp_sort_point);
-    for (size_t i = 0; i < pts.len; i++) {
-        r->pos[i] = sp[i].pos;
-        r->owner[i] = sp[i].node;
-    }
-    r->n_points = pts.len;
-    free(sp);
-    return 0;
+    return rc;
 }
 
 void rl_ring_free(rl_ring_t *r)
@@ -230,6 +219,8 @@ void rl_ring_free(rl_ring_t *r)
     free(r->by_name);
     free(r->pos);
     free(r->owner);
+    free(r->table);
+    rl__index_free(r);
     free(r);
 }
 
@@ -260,7 +251,7 @@ int rl_ring_build(const rl_member *members, size_t count, const rl_ring_options 
         return RL_EPROFILE;
     uint32_t vnodes =
         opts->vnodes == RL_VNODES_PROFILE ? profile->info.default_vnodes : opts->vnodes;
-    if (vnodes < 1 || vnodes > RL_VNODES_MAX)
+    if (vnodes < 1 || vnodes > profile->info.max_vnodes)
         return RL_EVNODES;
     if (count > RL_MEMBERS_MAX)
         return RL_ETOOBIG;
@@ -272,7 +263,7 @@ int rl_ring_build(const rl_member *members, size_t count, const rl_ring_options 
             return rc;
         total += (uint64_t)members[i].weight * vnodes;
     }
-    if (!profile->emit && total > RL_POINTS_MAX)
+    if (!profile->emit && !profile->lookup_hash && total > RL_POINTS_MAX)
         return RL_ETOOBIG;
 
     rl_ring_t *r = calloc(1, sizeof *r);
@@ -304,8 +295,12 @@ int rl_ring_build(const rl_member *members, size_t count, const rl_ring_options 
         rc = index_names(r);
     if (rc == 0)
         rc = index_zones(r);
-    if (rc == 0)
+    if (rc == 0 && profile->lookup_hash)
+        rc = profile->build ? profile->build(r) : 0; /* no points: a table or a computation */
+    else if (rc == 0)
         rc = place_points(r);
+    if (rc == 0)
+        rc = rl__index_build(r);
     if (rc) {
         rl_ring_free(r);
         return rc;
@@ -442,6 +437,8 @@ int rl_ring_point(const rl_ring_t *r, size_t i, uint64_t *position, uint32_t *no
 {
     if (!r)
         return RL_EINVAL;
+    if (r->profile->lookup_hash)
+        return RL_ENOTSUP;
     if (i >= r->n_points)
         return RL_ERANGE;
     if (position)

@@ -5,6 +5,7 @@
 #include "ringlane/profile.h"
 #include "ringlane/ring.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 
 struct rl_ring;
@@ -37,6 +38,9 @@ typedef struct rl__points {
 /* Appends one point; RL_ETOOBIG past RL_POINTS_MAX, RL_ENOMEM. */
 int rl__points_push(rl__points *pts, uint64_t pos, uint32_t node, uint32_t vnode);
 
+/* Sorts points by (position, tie[node], vnode): the ring's order. RL_ENOMEM. */
+int rl__sort_points(rl__point *v, size_t n, const uint32_t *tie);
+
 /* Hashes a vnode label or key: the caller's override if set, else the profile's label hash,
  * masked to the ring width. */
 uint64_t rl__label_hash(const struct rl_ring *r, const void *data, size_t len);
@@ -51,9 +55,22 @@ typedef struct rl__profile {
     int (*key_hash)(const void *key, size_t len, uint64_t *out);
     /* Emits all points; NULL means the generic labels, weight * vnodes per member. */
     int (*emit)(const struct rl_ring *r, rl__points *out);
+    /* Profiles that are not point rings (maglev, jump) set lookup_hash: it answers a hash that
+     * is already masked, on a ring with at least one member. Such a ring has no points (emit is
+     * not called); build, when set, runs once per snapshot to fill r->table or to reject the
+     * members. Replicas, bounded lookups and rl_ring_point say RL_ENOTSUP for them. */
+    int (*build)(struct rl_ring *r);
+    uint32_t (*lookup_hash)(const struct rl_ring *r, uint64_t hash);
 } rl__profile;
 
 const rl__profile *rl__profile_find(const char *name);
+
+/* The compatibility profiles, one file each (profile_<name>.c), listed in profile.c. */
+extern const rl__profile rl__profile_ketama;
+extern const rl__profile rl__profile_envoy;
+extern const rl__profile rl__profile_groupcache;
+extern const rl__profile rl__profile_maglev;
+extern const rl__profile rl__profile_jump;
 
 typedef struct rl__node {
     char *name;
@@ -78,10 +95,42 @@ struct rl_ring {
     size_t n_points;
     uint64_t *pos;   /* sorted positions */
     uint32_t *owner; /* owner[i] is the node of pos[i] */
+
+    /* --- profiles without points (rl__profile.lookup_hash): maglev's lookup table. Filled by
+     * rl__profile.build, freed with the snapshot; NULL and 0 for every other profile. --- */
+    uint32_t *table;  /* table[i] is a node index */
+    size_t table_len; /* entries in table */
+    /* --- lookup engine (lib/lookup_index.c), built with the snapshot, never changed ---
+     * Positions are looked up as "first point >= h" after h = (h + ix_gt) & mask, since
+     * "first point > h" is "first point >= h + 1" and the top position wraps to point 0. */
+    uint64_t ix_gt;          /* 1 under RL__SUCC_GT, else 0 */
+    unsigned ix_start_shift; /* a position's coarse bucket is pos >> ix_start_shift */
+    unsigned ix_fast_shift;  /* a position's fine bucket is pos >> ix_fast_shift */
+    uint32_t *ix_start;      /* per coarse bucket (+1 sentinel): its first point index */
+    uint32_t *ix_fast;       /* per fine bucket: RL__IX_OWNER | owner when every position in
+                                the bucket has that owner, else the bucket's first point */
+    size_t ix_bytes;         /* memory of the two tables */
+    /* The key hash when it is the profile's label hash with no caller override (the common
+     * case, called directly by the lookups), else NULL. */
+    uint64_t (*ix_key_hash)(const void *data, size_t len);
+
+    /* --- snapshot holder (lib/snapshot.c) --- */
+    atomic_size_t snap_refs; /* 0 outside a holder; else the holder's reference + readers' */
 };
 
-/* Index of the point that owns `hash` (n_points must be > 0). */
+/* Index of the point that owns `hash` (n_points must be > 0): exactly the profile's successor
+ * rule over pos[] (lower_bound or upper_bound, wrapping to point 0), for hash masked to the
+ * ring's width. */
 size_t rl__successor(const struct rl_ring *r, uint64_t hash);
+
+/* MD5 of data (libmd), and a 4-byte little-endian read: ketama's pieces. */
+void rl__md5(const void *data, size_t len, unsigned char digest[16]);
+uint32_t rl__le32(const unsigned char *p);
+/* Builds the lookup engine's tables from pos[] and owner[]; RL_ENOMEM. */
+int rl__index_build(struct rl_ring *r);
+
+/* Frees the lookup engine's tables. */
+void rl__index_free(struct rl_ring *r);
 
 /* Validates a member as rl_ring_build does. */
 int rl__check_member(const rl_member *m);

@@ -35,3 +35,8 @@ i=0; while [ "$i" -lt 12 ]; do echo "hot-key"; i=$((i + 1)); done |
 
 say "Profiles"
 "$bin" profiles
+
+say "The same weighted join under the profiles that reproduce other rings (10,000 keys)"
+keys 10000 | "$bin" diff --profile default,ketama,envoy,groupcache,maglev \
+  --from 10.0.0.1:11211,10.0.0.2:11211=2,10.0.0.3:11211=3 \
+  --to 10.0.0.1:11211,10.0.0.2:11211=2,10.0.0.3:11211=3,10.0.0.4:11211

@@ -5,6 +5,11 @@
 set -eu
 
 build="cmake make gcc pkg-config libxxhash-dev libcmocka-dev"
+build="$build libmd-dev zlib1g-dev libmemcached-dev" # ketama MD5, groupcache CRC-32, the ketama proof
+
+# The Kafka partitioner: librdkafka, and kcat for the plugin's interoperability test.
+build="$build librdkafka-dev kcat"
+build="$build libuv1-dev" # the ordered dispatcher
 bench="valgrind"
 format="clang-format"
 

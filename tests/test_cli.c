@@ -245,6 +245,111 @@ static void diff_counts_moves(void **state)
     rl_ring_free(rb);
 }
 
+/* "user0\nuser1\n..." and the owners on two rings built in-process, for any profile. */
+static char *user_keys(int n)
+{
+    char *input = malloc((size_t)n * 16 + 1);
+    input[0] = 0;
+    for (int i = 0; i < n; i++)
+        sprintf(input + strlen(input), "user%d\n", i);
+    return input;
+}
+
+static rl_ring_t *profile_ring(const char *profile, const char *const *names, size_t n)
+{
+    return test_ring(profile, RL_VNODES_PROFILE, names, n);
+}
+
+/* --profile all: one "<profile>\tmoved <m> of <k>" line per profile that can route these keys,
+ * each equal to the library's count; a single profile keeps the detailed output. */
+static void diff_compares_profiles(void **state)
+{
+    (void)state;
+    const char *from[] = {"a", "b", "c"}, *to[] = {"a", "b", "c", "d"};
+    char *input = user_keys(500);
+    run_result r = run("diff --profile all --from a,b,c --to a,b,c,d", input);
+    assert_int_equal(r.status, 1); /* turnstone cannot route "user..." keys */
+    assert_non_null(strstr(r.err, "turnstone: 500 keys could not be routed"));
+    assert_int_equal(count_lines(r.out), (int)rl_profile_count());
+    char *line = r.out;
+    for (size_t i = 0; i < rl_profile_count(); i++) {
+        const char *name = rl_profile_at(i)->name;
+        char want[128];
+        int moved = 0, total = 0;
+        if (strcmp(name, "turnstone") != 0) {
+            rl_ring_t *ra = profile_ring(name, from, 3), *rb = profile_ring(name, to, 4);
+            for (int k = 0; k < 500; k++) {
+                char key[16];
+                snprintf(key, sizeof key, "user%d", k);
+                moved += strcmp(test_owner(ra, key), test_owner(rb, key)) != 0;
+                total++;
+            }
+            rl_ring_free(ra);
+            rl_ring_free(rb);
+        }
+        snprintf(want, sizeof want, "%s\tmoved %d of %d\n", name, moved, total);
+        assert_memory_equal(line, want, strlen(want));
+        line += strlen(want);
+    }
+    run_free(&r);
+
+    /* a list, in its order; jump refuses weights and says so, the others still count */
+    r = run("diff --profile jump,ketama --from a=2,b --to a=2,b,c", input);
+    assert_int_equal(r.status, 1);
+    assert_int_equal(count_lines(r.out), 1);
+    assert_memory_equal(r.out, "ketama\tmoved ", 13);
+    assert_non_null(strstr(r.err, "jump: cannot build the rings: jump buckets take no weights"));
+    run_free(&r);
+    r = run("diff --profile maglev,envoy --from a,b --to a,b,c", input);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(count_lines(r.out), 2);
+    assert_memory_equal(r.out, "maglev\tmoved ", 13);
+    run_free(&r);
+    free(input);
+}
+
+/* route, diff and stats take every profile; the CLI routes as the library does. */
+static void every_profile_routes(void **state)
+{
+    (void)state;
+    const char *names[] = {"10.0.0.1:11211", "10.0.0.2:11212", "cache-c"};
+    char *input = user_keys(200);
+    for (size_t i = 0; i < rl_profile_count(); i++) {
+        const char *name = rl_profile_at(i)->name;
+        if (strcmp(name, "turnstone") == 0)
+            continue; /* its keys are workspace ids; covered above */
+        rl_ring_t *ring = profile_ring(name, names, 3);
+        char args[128], *want = malloc(200 * 40);
+        want[0] = 0;
+        for (int k = 0; k < 200; k++) {
+            char key[16];
+            snprintf(key, sizeof key, "user%d", k);
+            sprintf(want + strlen(want), "%s\t%s\n", key, test_owner(ring, key));
+        }
+        snprintf(args, sizeof args,
+                 "route --profile %s --nodes 10.0.0.1:11211,10.0.0.2:11212,cache-c", name);
+        run_result r = run(args, input);
+        assert_int_equal(r.status, 0);
+        assert_string_equal(r.out, want);
+        run_free(&r);
+        snprintf(args, sizeof args, "stats --profile %s --nodes a,b,c", name);
+        r = run(args, "");
+        assert_int_equal(r.status, strcmp(name, "jump") == 0 ? 2 : 0);
+        run_free(&r);
+        free(want);
+        rl_ring_free(ring);
+    }
+    free(input);
+
+    run_result r = run("stats --profile maglev --nodes a,b=2", "");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "points\t65537\ngap_cv\t0.000000\n"));
+    run_free(&r);
+    r = run("hash --hash md5 abc", "");
+    assert_string_equal(r.out, "2555380112\n"); /* 0x98500190: MD5("abc") = 90 01 50 98 ... */
+    run_free(&r);
+}
+
 static void table_and_stats(void **state)
 {
     (void)state;
@@ -330,6 +435,14 @@ static void bad_arguments(void **state)
         "hash --hash xxh3",
         "hash x",
         "profiles extra",
+        "diff --profile all --vnodes 3 --from a --to b",
+        "diff --profile default,nope --from a --to b",
+        "route --profile maglev --nodes a --replicas 2",
+        "route --profile jump --nodes a --bounded 1.5",
+        "route --profile jump --nodes a=2",
+        "route --profile maglev --vnodes 8 --nodes a",
+        "route --profile ketama --nodes a:x",
+        "stats --profile jump --nodes a",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         run_result r = run(bad[i], "k\n");
@@ -369,6 +482,8 @@ int main(void)
         cmocka_unit_test(route_partitions_shortcut),
         cmocka_unit_test(route_bad_keys_are_reported_and_skipped),
         cmocka_unit_test(diff_counts_moves),
+        cmocka_unit_test(diff_compares_profiles),
+        cmocka_unit_test(every_profile_routes),
         cmocka_unit_test(table_and_stats),
         cmocka_unit_test(hash_command),
         cmocka_unit_test(bad_arguments),

@@ -40,8 +40,16 @@ RL_EXTERN uint64_t rl_xxh3(const void *data, size_t len);
 /* XXH64 with a seed, from libxxhash (Envoy's ring_hash and Maglev use it). */
 RL_EXTERN uint64_t rl_xxh64(const void *data, size_t len, uint64_t seed);
 
-/* A hash selected by name: "fnv1a32", "fnv1a64", "hash64", "xmur3", "xxh3". 32-bit hashes are
- * returned widened. Returns 0 or RL_EINVAL (unknown name, NULL argument). */
+/* The first 4 bytes of MD5(data) read little-endian: libmemcached's MD5 key hash (the ketama
+ * profile's). MD5 comes from libmd. */
+RL_EXTERN uint32_t rl_md5_32(const void *data, size_t len);
+
+/* CRC-32 IEEE (zlib's crc32, Go's crc32.ChecksumIEEE): the groupcache profile's hash. */
+RL_EXTERN uint32_t rl_crc32(const void *data, size_t len);
+
+/* A hash selected by name: "fnv1a32", "fnv1a64", "hash64", "xmur3", "xxh3", "xxh64" (seed 0),
+ * "md5" (rl_md5_32), "crc32". 32-bit hashes are returned widened. Returns 0 or RL_EINVAL
+ * (unknown name, NULL argument). */
 RL_EXTERN int rl_hash_by_name(const char *name, const void *data, size_t len, uint64_t *out);
 
 #ifdef __cplusplus

@@ -22,8 +22,12 @@ typedef struct rl_profile_info {
     const char *labels;      /* the vnode label format, e.g. "<name>#<i>" */
     const char *rule;        /* successor rule and tie order */
     const char *compatible;  /* what it reproduces */
-    uint32_t default_vnodes; /* per unit of weight */
+    uint32_t default_vnodes; /* per unit of weight (see `labels` where it means more) */
     unsigned bits;           /* ring width: 16, 32 or 64 */
+    uint32_t max_vnodes;     /* the largest vnodes the profile accepts (RL_VNODES_MAX but for
+                                maglev, whose vnodes is its prime table size) */
+    const char *kind;        /* "ring" (points on a circle), "table" (maglev's lookup table) or
+                                "computed" (jump: no state but the member count) */
 } rl_profile_info;
 
 RL_EXTERN size_t rl_profile_count(void);

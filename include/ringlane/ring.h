@@ -6,7 +6,14 @@
  *
  * Members are numbered ("node index") in the order they were given: build order, then each
  * add appended at the end; a remove shifts the later ones down. The ring itself never depends on
- * that order except where a compatibility profile says so (ketama, groupcache).
+ * that order except where a compatibility profile says so (ketama, envoy, groupcache, jump).
+ *
+ * Two profiles are not point rings: maglev answers from a lookup table (table[hash % M]) and
+ * jump computes the bucket (node index) from the hash and the member count. For them
+ * rl_ring_point_count() is 0 and rl_ring_point, rl_ring_replicas, rl_ring_replicas_zoned,
+ * rl_ring_lookup_bounded(_hash) and rl_ring_bucket_table return RL_ENOTSUP; rl_ring_stats_get
+ * measures maglev's table and returns RL_ENOTSUP for jump. ketama and maglev take no caller
+ * hash (rl_ring_options.hash: RL_ENOTSUP from rl_ring_build).
  */
 #ifndef RINGLANE_RING_H
 #define RINGLANE_RING_H
@@ -41,7 +48,10 @@ typedef uint64_t (*rl_hash_fn)(void *ctx, const void *data, size_t len);
 
 typedef struct rl_ring_options {
     const char *profile; /* NULL = "default"; see rl_profile_find() */
-    uint32_t vnodes;     /* per unit of weight, 1..RL_VNODES_MAX, or RL_VNODES_PROFILE */
+    uint32_t vnodes;     /* per unit of weight, 1..RL_VNODES_MAX, or RL_VNODES_PROFILE. Some
+                            profiles read it otherwise: ketama, points per server at equal
+                            weights (160); envoy, minimum_ring_size (1024, up to 8 Mi); maglev,
+                            the prime table size (65537, up to 5000011); jump ignores it */
     rl_hash_fn hash;     /* NULL = the profile's hash */
     void *hash_ctx;
 } rl_ring_options;
@@ -52,8 +62,11 @@ RL_EXTERN void rl_ring_options_init(rl_ring_options *opts);
 /* Builds a ring. `members` may be NULL when count is 0 (an empty ring: lookups say RL_EEMPTY).
  * opts NULL means rl_ring_options_init() defaults. Errors: RL_EINVAL (NULL out or members),
  * RL_EPROFILE, RL_EVNODES, RL_EWEIGHT, RL_ENAME (empty or over RL_NAME_MAX; also zones),
- * RL_EDUPNAME, RL_ETOOBIG (over RL_MEMBERS_MAX or RL_POINTS_MAX), RL_ENOMEM.
- * On error *out is set to NULL. Names and zones are copied. */
+ * RL_EDUPNAME, RL_ETOOBIG (over RL_MEMBERS_MAX or RL_POINTS_MAX), RL_ENOMEM. Profiles add:
+ * ketama RL_ENAME for a name that is not HOST or HOST:PORT with a port 1..65535; maglev
+ * RL_EVNODES for a table size that is not a prime; jump RL_EWEIGHT for a weight other than 1;
+ * ketama and maglev RL_ENOTSUP with a caller hash. On error *out is set to NULL. Names and
+ * zones are copied. */
 RL_EXTERN int rl_ring_build(const rl_member *members, size_t count, const rl_ring_options *opts,
                             rl_ring_t **out);
 
@@ -95,14 +108,16 @@ RL_EXTERN int rl_ring_point(const rl_ring_t *ring, size_t i, uint64_t *position,
 RL_EXTERN int rl_ring_hash_key(const rl_ring_t *ring, const void *key, size_t len, uint64_t *hash);
 
 /* The owner of a key: the first point at or after its hash, wrapping past the top (turnstone:
- * the first point strictly after it). RL_EEMPTY on an empty ring. */
+ * the first point strictly after it; maglev: table[hash % M]; jump: the jump consistent hash
+ * bucket). RL_EEMPTY on an empty ring. */
 RL_EXTERN int rl_ring_lookup(const rl_ring_t *ring, const void *key, size_t len, uint32_t *node);
 
 /* The same for a position already hashed with rl_ring_hash_key(). */
 RL_EXTERN int rl_ring_lookup_hash(const rl_ring_t *ring, uint64_t hash, uint32_t *node);
 
 /* Replica preference list: the first `want` distinct nodes clockwise from the key (want is
- * capped at the member count). Writes *got entries to nodes[]. RL_EEMPTY on an empty ring. */
+ * capped at the member count). Writes *got entries to nodes[]. RL_EEMPTY on an empty ring;
+ * RL_ENOTSUP for maglev and jump (nothing is clockwise of a key). */
 RL_EXTERN int rl_ring_replicas(const rl_ring_t *ring, const void *key, size_t len, uint32_t *nodes,
                                size_t want, size_t *got);
 
@@ -119,7 +134,8 @@ RL_EXTERN uint64_t rl_capacity(uint64_t placed, size_t n, double c);
 /* Bounded-loads placement (Mirrokni, Thorup, Zadimoghaddam): with m = the sum of loads[] and
  * cap = rl_capacity(m, n, c), walk clockwise from the key and return the first node whose load
  * is below cap. loads[] has rl_ring_member_count() entries, indexed by node index, supplied by
- * the caller (the ring keeps none). With all loads 0 this equals rl_ring_lookup. */
+ * the caller (the ring keeps none). With all loads 0 this equals rl_ring_lookup. RL_ENOTSUP for
+ * maglev and jump. */
 RL_EXTERN int rl_ring_lookup_bounded(const rl_ring_t *ring, const void *key, size_t len,
                                      const uint64_t *loads, double c, uint32_t *node);
 RL_EXTERN int rl_ring_lookup_bounded_hash(const rl_ring_t *ring, uint64_t hash,
@@ -138,7 +154,9 @@ typedef struct rl_ring_stats {
 
 /* Fills *out and, when shares is not NULL, shares[node] = the fraction of the ring's positions
  * node owns (shares has rl_ring_member_count() entries; they sum to 1). RL_EEMPTY on an empty
- * ring; RL_ENOTSUP for jump (its shares are exact by construction: 1/n each). */
+ * ring; RL_ENOTSUP for jump (nothing to measure: each bucket gets 1/n of the keys in
+ * expectation). For maglev the shares are the fractions of table entries, points is the table
+ * size and gap_cv is 0 (entries are one apart). */
 RL_EXTERN int rl_ring_stats_get(const rl_ring_t *ring, rl_ring_stats *out, double *shares);
 
 /* --- 16-bit rings (turnstone) --- */

@@ -7,5 +7,6 @@
 #include "ringlane/hash.h"
 #include "ringlane/profile.h"
 #include "ringlane/ring.h"
+#include "ringlane/snapshot.h"
 
 #endif

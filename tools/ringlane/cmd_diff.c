@@ -7,12 +7,17 @@
 
 static const char usage[] =
     "usage: ringlane diff [--profile P] [--vnodes V] --from SPEC --to SPEC\n"
+    "       ringlane diff --profile all|P1,P2,... --from SPEC --to SPEC\n"
     "\n"
     "Reads keys from stdin, one per line, routes each on the ring of --from and on the ring of\n"
     "--to (same profile and vnodes), and prints\n"
     "  moved <m> of <k>\n"
     "then one <old><TAB><new><TAB><count> row per pair of nodes keys moved between, most keys\n"
     "first (ties by old, then new name). SPEC is NAME[=WEIGHT],...\n"
+    "With several profiles (all: every profile), each uses its default vnodes and the output is\n"
+    "one <profile><TAB>moved <m> of <k> line per profile, in the order given, to compare what\n"
+    "the same membership change costs under each. A profile that cannot build these rings\n"
+    "(e.g. jump with weights) or route some keys (turnstone: non-hex keys) says so on stderr.\n"
     "Exit status: 0 ok, 1 some key could not be routed (reported on stderr), 2 bad arguments.\n";
 
 typedef struct move {
@@ -35,6 +40,118 @@ static int cmp_u64(const void *pa, const void *pb)
     return (a > b) - (a < b);
 }
 
+/* One profile's pair of rings while comparing several. */
+typedef struct profile_diff {
+    const char *name;
+    rl_ring_t *from, *to;
+    unsigned long moved, total, failed;
+} profile_diff;
+
+/* Fills names[] from "all" or "P1,P2,..." (checked); returns the count, or -1 after a usage
+ * error. `buf` holds the copied names. */
+static int parse_profile_list(const char *cmd, const char *text, char *buf, const char **names,
+                              size_t cap)
+{
+    size_t n = 0;
+    if (strcmp(text, "all") == 0) {
+        for (size_t i = 0; i < rl_profile_count() && n < cap; i++)
+            names[n++] = rl_profile_at(i)->name;
+        return (int)n;
+    }
+    strcpy(buf, text);
+    char *save = NULL;
+    for (char *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        if (cli_check_profile(cmd, p))
+            return -1;
+        if (n == cap)
+            return cli_usage_error(cmd, "--profile: at most %zu profiles", cap), -1;
+        names[n++] = p;
+    }
+    if (n == 0)
+        return cli_usage_error(cmd, "--profile: expected all or P1,P2,..."), -1;
+    return (int)n;
+}
+
+/* diff under several profiles at once: one pass over the keys, one count per profile. */
+static int diff_profiles(const char *cmd, const char *list, const cli_spec *from,
+                         const cli_spec *to)
+{
+    enum { MAX_PROFILES = 32 };
+    const char *names[MAX_PROFILES];
+    char *buf = malloc(strlen(list) + 1);
+    if (!buf)
+        return cli_usage_error(cmd, "out of memory");
+    int n = parse_profile_list(cmd, list, buf, names, MAX_PROFILES);
+    if (n < 0) {
+        free(buf);
+        return CLI_EXIT_USAGE;
+    }
+    profile_diff d[MAX_PROFILES];
+    memset(d, 0, sizeof d);
+    int skipped = 0;
+    for (int i = 0; i < n; i++) {
+        d[i].name = names[i];
+        rl_ring_options o;
+        rl_ring_options_init(&o);
+        o.profile = names[i];
+        int rc = rl_ring_build(from->members, from->count, &o, &d[i].from);
+        if (rc == 0)
+            rc = rl_ring_build(to->members, to->count, &o, &d[i].to);
+        if (rc) {
+            cli_error(cmd, "%s: cannot build the rings: %s", names[i],
+                      rc == RL_EWEIGHT && strcmp(names[i], "jump") == 0
+                          ? "jump buckets take no weights"
+                          : rl_strerror(rc));
+            rl_ring_free(d[i].from);
+            d[i].from = NULL;
+            skipped++;
+        }
+    }
+
+    char *key = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while ((len = cli_next_key(stdin, &key, &cap)) >= 0) {
+        for (int i = 0; i < n; i++) {
+            uint32_t na, nb;
+            if (!d[i].from)
+                continue;
+            if (rl_ring_lookup(d[i].from, key, (size_t)len, &na) ||
+                rl_ring_lookup(d[i].to, key, (size_t)len, &nb)) {
+                d[i].failed++;
+                continue;
+            }
+            d[i].total++;
+            d[i].moved +=
+                strcmp(rl_ring_node_name(d[i].from, na), rl_ring_node_name(d[i].to, nb)) != 0;
+        }
+    }
+    free(key);
+
+    unsigned long failed = 0;
+    for (int i = 0; i < n; i++) {
+        if (!d[i].from)
+            continue;
+        printf("%s\tmoved %lu of %lu\n", d[i].name, d[i].moved, d[i].total);
+        if (d[i].failed)
+            cli_error(cmd, "%s: %lu keys could not be routed", d[i].name, d[i].failed);
+        failed += d[i].failed;
+        rl_ring_free(d[i].from);
+        rl_ring_free(d[i].to);
+    }
+    free(buf);
+    if (fflush(stdout) != 0) {
+        cli_error(cmd, "cannot write the output");
+        return CLI_EXIT_FAILURE;
+    }
+    return failed || skipped ? CLI_EXIT_FAILURE : 0;
+}
+
+static int is_profile_list(const char *profile)
+{
+    return profile && (strcmp(profile, "all") == 0 || strchr(profile, ','));
+}
+
 int cmd_diff(int argc, char **argv)
 {
     const char *cmd = "diff";
@@ -50,7 +167,10 @@ int cmd_diff(int argc, char **argv)
     if (rc)
         return rc;
     uint32_t vnodes;
-    if ((rc = cli_check_profile(cmd, profile)) || (rc = cli_parse_vnodes(cmd, vnodes_s, &vnodes)))
+    if (is_profile_list(profile) && vnodes_s)
+        return cli_usage_error(cmd, "--vnodes: not with several profiles (each uses its own)");
+    if ((!is_profile_list(profile) && (rc = cli_check_profile(cmd, profile))) ||
+        (rc = cli_parse_vnodes(cmd, vnodes_s, &vnodes)))
         return rc;
     if (!from_s || !to_s)
         return cli_usage_error(cmd, "both --from SPEC and --to SPEC are required");
@@ -60,6 +180,12 @@ int cmd_diff(int argc, char **argv)
         return rc;
     if ((rc = cli_parse_spec(cmd, "--to", to_s, &to))) {
         cli_spec_free(&from);
+        return rc;
+    }
+    if (is_profile_list(profile)) {
+        rc = diff_profiles(cmd, profile, &from, &to);
+        cli_spec_free(&from);
+        cli_spec_free(&to);
         return rc;
     }
     rl_ring_t *a = NULL, *b = NULL;

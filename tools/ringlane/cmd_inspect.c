@@ -16,19 +16,21 @@ static const char stats_usage[] =
     "\n"
     "Prints each node's arc share (the fraction of the ring it owns) as <node><TAB><share>, then\n"
     "points<TAB><count>, gap_cv<TAB><coefficient of variation of the gaps between points> and\n"
-    "max/mean<TAB><largest share divided by the mean share>.\n";
+    "max/mean<TAB><largest share divided by the mean share>. For maglev the shares are table\n"
+    "entries, points is the table size and gap_cv is 0; jump has nothing to measure.\n";
 
 static const char hash_usage[] =
     "usage: ringlane hash --hash NAME STRING...\n"
     "\n"
     "Prints the hash of each STRING (its bytes) in decimal, one per line.\n"
-    "NAME is one of: fnv1a32, fnv1a64, hash64, xmur3, xxh3.\n";
+    "NAME is one of: fnv1a32, fnv1a64, hash64, xmur3, xxh3, xxh64 (seed 0), md5 (first 4\n"
+    "bytes little-endian: ketama's key hash), crc32.\n";
 
 static const char profiles_usage[] =
     "usage: ringlane profiles\n"
     "\n"
-    "Lists the ring profiles: name, default vnodes, ring width, hash, labels, successor rule,\n"
-    "and what each is compatible with.\n";
+    "Lists the ring profiles, one line each: name, default vnodes, ring width, kind (ring,\n"
+    "table or computed), hash, labels, successor rule, and what each is compatible with.\n";
 
 /* --profile, --vnodes, --nodes: the options every ring-inspecting command shares. */
 static int ring_from_args(const char *cmd, int argc, char **argv, cli_spec *spec, rl_ring_t **ring)
@@ -106,7 +108,13 @@ int cmd_stats(int argc, char **argv)
     double *shares = calloc(n, sizeof *shares);
     rl_ring_stats st;
     int err = shares ? rl_ring_stats_get(ring, &st, shares) : RL_ENOMEM;
-    if (err) {
+    if (err == RL_ENOTSUP) {
+        rc = cli_usage_error("stats",
+                             "profile %s computes each key's bucket: there are no arcs or "
+                             "table entries to measure (each of the %zu buckets gets 1/%zu of "
+                             "the keys in expectation)",
+                             rl_ring_profile(ring), n, n);
+    } else if (err) {
         rc = cli_usage_error("stats", "%s", rl_strerror(err));
     } else {
         for (uint32_t i = 0; i < n; i++)
@@ -133,11 +141,11 @@ int cmd_hash(int argc, char **argv)
     uint64_t h;
     if (rc == 0 && !name)
         rc = cli_usage_error("hash", "--hash NAME is required (fnv1a32, fnv1a64, hash64, xmur3, "
-                                     "xxh3)");
+                                     "xxh3, xxh64, md5, crc32)");
     if (rc == 0 && rl_hash_by_name(name, "", 0, &h) != 0)
         rc = cli_usage_error("hash",
                              "--hash: unknown hash '%s' (fnv1a32, fnv1a64, hash64, "
-                             "xmur3, xxh3)",
+                             "xmur3, xxh3, xxh64, md5, crc32)",
                              name);
     if (rc == 0 && nrest == 0)
         rc = cli_usage_error("hash", "give at least one STRING to hash");
@@ -159,9 +167,10 @@ int cmd_profiles(int argc, char **argv)
         return rc;
     for (size_t i = 0; i < rl_profile_count(); i++) {
         const rl_profile_info *p = rl_profile_at(i);
-        printf("%-10s vnodes %-4u %2u-bit  hash: %s; labels: %s; rule: %s; compatible with: "
-               "%s\n",
-               p->name, p->default_vnodes, p->bits, p->hash, p->labels, p->rule, p->compatible);
+        printf("%-10s vnodes %-5u %2u-bit %-8s hash: %s; labels: %s; rule: %s; compatible "
+               "with: %s\n",
+               p->name, p->default_vnodes, p->bits, p->kind, p->hash, p->labels, p->rule,
+               p->compatible);
     }
     return finish("profiles", 0);
 }

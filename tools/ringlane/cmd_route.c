@@ -12,7 +12,8 @@ static const char usage[] =
     "\n"
     "Reads keys from stdin, one per line (the line without its newline is the key), and prints\n"
     "<key><TAB><node> for each. SPEC is NAME[=WEIGHT],... e.g. a,b=2,c.\n"
-    "  --profile P      ring profile (ringlane profiles lists them; default: default)\n"
+    "  --profile P      ring profile (ringlane profiles lists them; default: default);\n"
+    "                   maglev and jump take neither --replicas nor --bounded\n"
     "  --vnodes V       vnodes per unit of weight (default: the profile's)\n"
     "  --partitions N   the nodes are the partitions 0..N-1: the ring of the Kafka partitioner\n"
     "  --replicas R     print the first R distinct nodes clockwise: <key><TAB><n1>,<n2>,...\n"
@@ -130,6 +131,11 @@ int cmd_route(int argc, char **argv)
         return cli_usage_error(cmd, "--zones needs --replicas");
     if (loads_s && !bounded_s)
         return cli_usage_error(cmd, "--loads needs --bounded");
+    const rl_profile_info *info = rl_profile_find(profile ? profile : "default");
+    if ((replicas_s || bounded_s) && strcmp(info->kind, "ring") != 0)
+        return cli_usage_error(cmd, "%s: profile %s has no ring to walk (its lookups are %s)",
+                               replicas_s ? "--replicas" : "--bounded", info->name,
+                               strcmp(info->kind, "table") == 0 ? "a table" : "computed");
     char *generated = NULL;
     if (partitions_s) {
         if (cli_parse_u64(partitions_s, 1, 100000, &partitions) != 0)

@@ -1,0 +1,295 @@
+/* Internals shared by the dispatcher's source files. Not installed.
+ *
+ * Locks, in the only order they are ever nested:
+ *   wait_mu -> route_lock (read) -> one lane's mu
+ *   route_lock (write) -> one lane's mu            (lane changes, close)
+ *   one lane's mu -> returned_mu
+ *   route_lock (read) -> one lane's mu -> space_mu (a submitter refused by max_jobs)
+ * No code holds two lane mutexes at once, and nothing is taken while holding space_mu. */
+#ifndef RINGLANE_DISPATCH_INTERNAL_H
+#define RINGLANE_DISPATCH_INTERNAL_H
+
+#include "ringlane/dispatcher.h"
+#include "ringlane/error.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <uv.h>
+
+/* A job as the dispatcher holds it: the public view first. */
+typedef struct rl__job {
+    rl_dispatch_job pub;
+    struct rl__job *next; /* in one queue, parked list, or the completion stack */
+    uint64_t submit_ns;
+    int outcome;
+} rl__job;
+
+/* A FIFO of jobs (singly linked, with a tail for O(1) append). */
+typedef struct rl__jobq {
+    rl__job *head, *tail;
+    size_t len;
+} rl__jobq;
+
+static inline void rl__jobq_push(rl__jobq *q, rl__job *j)
+{
+    j->next = NULL;
+    if (q->tail)
+        q->tail->next = j;
+    else
+        q->head = j;
+    q->tail = j;
+    q->len++;
+}
+
+static inline rl__job *rl__jobq_pop(rl__jobq *q)
+{
+    rl__job *j = q->head;
+    if (j) {
+        q->head = j->next;
+        if (!q->head)
+            q->tail = NULL;
+        q->len--;
+        j->next = NULL;
+    }
+    return j;
+}
+
+/* Moves all of src to the end of dst. */
+static inline void rl__jobq_append(rl__jobq *dst, rl__jobq *src)
+{
+    if (!src->head)
+        return;
+    if (dst->tail)
+        dst->tail->next = src->head;
+    else
+        dst->head = src->head;
+    dst->tail = src->tail;
+    dst->len += src->len;
+    *src = (rl__jobq){0};
+}
+
+/* Moves all of src to the front of dst. */
+static inline void rl__jobq_prepend(rl__jobq *dst, rl__jobq *src)
+{
+    if (!src->head)
+        return;
+    src->tail->next = dst->head;
+    if (!dst->head)
+        dst->tail = src->tail;
+    dst->head = src->head;
+    dst->len += src->len;
+    *src = (rl__jobq){0};
+}
+
+/* Sorts a queue by submission sequence (a stable merge sort; allocates nothing). */
+void rl__jobq_sort_seq(rl__jobq *q);
+
+/* A lane's queue: a ring buffer of (key position, job). The positions sit beside the pointers
+ * so a lane change can route every queued job without touching the jobs themselves. Capacity is
+ * a power of two and never shrinks; the lane keeps cap >= len + parked, so jobs parked for it
+ * can always be spliced in without allocating. */
+typedef struct rl__qent {
+    uint64_t hash;
+    rl__job *job;
+} rl__qent;
+
+typedef struct rl__lq {
+    rl__qent *v;
+    size_t cap, head, len;
+} rl__lq;
+
+static inline rl__qent *rl__lq_at(const rl__lq *q, size_t i)
+{
+    return &q->v[(q->head + i) & (q->cap - 1)];
+}
+
+/* The caller guarantees room (len < cap). */
+static inline void rl__lq_push(rl__lq *q, rl__job *j)
+{
+    *rl__lq_at(q, q->len) = (rl__qent){j->pub.hash, j};
+    q->len++;
+}
+
+static inline rl__job *rl__lq_pop(rl__lq *q)
+{
+    if (!q->len)
+        return NULL;
+    rl__job *j = q->v[q->head].job;
+    q->head = (q->head + 1) & (q->cap - 1);
+    q->len--;
+    return j;
+}
+
+/* Makes room for n entries in all; RL_ENOMEM leaves the queue as it was. */
+int rl__lq_grow(rl__lq *q, size_t n);
+static inline int rl__lq_reserve(rl__lq *q, size_t n)
+{
+    return n <= q->cap ? 0 : rl__lq_grow(q, n);
+}
+
+/* Moves a job list to the front (in its order) or the back; the caller guarantees room. */
+void rl__lq_prepend(rl__lq *q, rl__jobq *src);
+void rl__lq_append(rl__lq *q, rl__jobq *src);
+
+/* Moves every entry of q to the end of a job list. */
+void rl__lq_drain(rl__lq *q, rl__jobq *out);
+
+struct rl__lane;
+
+/* A lane's fence: the key of its in-flight job moved to another lane (the holder) during a
+ * change; jobs of that key wait in `parked` until this lane finishes the job. See
+ * lane_change.c for the protocol. */
+typedef struct rl__fence {
+    bool active;
+    uint64_t hash;
+    struct rl__lane *holder;
+    rl__jobq parked;
+    struct rl__fence *next_held; /* in holder->fences */
+} rl__fence;
+
+#define RL__HIST_SUB 8 /* buckets per power of two */
+#define RL__HIST_BUCKETS (64 * RL__HIST_SUB)
+
+typedef struct rl__lane {
+    rl_dispatcher_t *d;
+    char *name;
+    uv_thread_t thread;
+    bool thread_started;
+    atomic_bool exited;
+
+    uv_mutex_t mu;
+    uv_cond_t cv; /* the worker waits here: for work, a retry's delay, or a stop */
+    rl__lq queue;
+    rl__fence *fences;        /* fences held here (other lanes' keys that now belong here) */
+    size_t parked;            /* jobs in the parked lists of those fences */
+    rl__fence fence;          /* this lane's own fence; its fields change under the route lock */
+    atomic_size_t depth_hint; /* queue.len + parked, readable without the lock */
+    atomic_bool refused;      /* a submission to this lane got RL_EAGAIN */
+    bool blocked;             /* a waiting submitter was refused here (under mu) */
+
+    /* The worker's state (under mu). cur_* describe the job in its handler or retry delay; the
+     * job itself is only touched through cur_job by rl_dispatch_take_tag during a delay. */
+    bool busy, in_backoff, sleeping;
+    uint64_t cur_hash;
+    int64_t cur_tag;
+    rl__job *cur_job;
+    bool retiring, draining, stopping;
+
+    /* statistics (under mu) */
+    uint64_t processed, failed, retried, dead;
+    uint64_t hist[RL__HIST_BUCKETS];
+
+    struct rl__lane *next_retiring;
+} rl__lane;
+
+/* The routing state: a ring over lane names and the lane of each node index, with a table of
+ * 65536 buckets (the top 16 bits of a ring position) that answers without a search wherever a
+ * bucket holds no ring point. */
+#define RL__ROUTE_SPLIT UINT16_MAX
+typedef struct rl__route {
+    rl_ring_t *ring;
+    rl__lane **lanes;
+    size_t n;
+    uint16_t *table; /* NULL when the ring has no points to build it from */
+    uint64_t mask;   /* the ring's width */
+    unsigned shift;  /* position >> shift = bucket */
+} rl__route;
+
+/* Builds route->table for route->ring (RL_ENOMEM; no table is not an error). */
+int rl__route_table(rl__route *route);
+
+/* Frees a route's ring, lane array and table (not the lanes). */
+void rl__route_free(rl__route *route);
+
+/* The node index that owns a key position; the route's ring must not be empty. */
+static inline uint32_t rl__route_node(const rl__route *r, uint64_t hash)
+{
+    if (r->table) {
+        uint16_t t = r->table[(hash & r->mask) >> r->shift];
+        if (t != RL__ROUTE_SPLIT)
+            return t;
+    }
+    uint32_t node = 0;
+    rl_ring_lookup_hash(r->ring, hash, &node);
+    return node;
+}
+
+struct rl_dispatcher {
+    uv_loop_t *loop;
+    uv_async_t async;
+    uv_thread_t loop_thread;
+    rl_dispatch_options opts; /* lanes/lane_count cleared after init */
+    rl_ring_t *hash_ring;     /* an empty ring with the profile: hashes keys without a lock */
+
+    pthread_rwlock_t route_lock; /* writer-preferring: a change is not starved by submitters */
+    rl__route route;             /* under route_lock; the loop thread reads it freely */
+    rl__lane *retiring;          /* removed lanes still finishing, under route_lock */
+
+    atomic_bool closing;
+    bool close_done;
+    bool delivering; /* loop thread: on_done calls are being made from the completion stack */
+    int close_mode;
+    rl_dispatch_close_cb close_cb;
+
+    _Atomic(rl__job *) done_head; /* finished jobs, pushed by workers (a stack) */
+    uv_mutex_t returned_mu;
+    rl__jobq returned; /* jobs to hand back when a STOP close finishes */
+
+    atomic_uint_fast64_t jobs, seq, refused, done, dead, returned_count;
+    atomic_bool refused_global;
+    atomic_bool blocked_global; /* a waiting submitter was refused by max_jobs */
+
+    uv_mutex_t space_mu; /* blocked submitters wait for room here */
+    uv_cond_t space_cv;
+    uint64_t space_gen;
+    atomic_int space_waiters;
+
+    uv_mutex_t wait_mu; /* rl_dispatch_wait_tag waits here for handlers to finish */
+    uv_cond_t wait_cv;
+    atomic_int tag_waiters;
+
+    atomic_uint_fast64_t changes, last_change_ns, max_change_ns;
+};
+
+/* True on the thread that called rl_dispatch_init. */
+bool rl__on_loop_thread(const rl_dispatcher_t *d);
+
+/* Wakes submitters waiting for room, if there are any. */
+void rl__space_notify(rl_dispatcher_t *d);
+
+/* The depth a full lane (or the job count) must fall to before waiting submitters are woken:
+ * three quarters, so that a waiter wakes to room for a batch, not for one job. */
+static inline size_t rl__low_water(size_t cap)
+{
+    return cap - cap / 4;
+}
+
+/* Loop thread: runs on_done for every finished job and frees it. */
+void rl__deliver_completions(rl_dispatcher_t *d);
+
+/* Loop thread: ends a list of jobs with `outcome`, in order, and frees them. */
+void rl__end_jobs(rl_dispatcher_t *d, rl__jobq *q, int outcome);
+
+/* Loop thread: fires on_capacity if a refused submission would now find room. */
+void rl__check_capacity(rl_dispatcher_t *d);
+
+/* lane.c */
+int rl__lane_new(rl_dispatcher_t *d, const char *name, rl__lane **out);
+int rl__lane_start(rl__lane *l);
+void rl__lane_free(rl__lane *l); /* after the worker was joined (or never started) */
+void rl__lane_set_depth(rl__lane *l);
+void rl__hist_add(uint64_t *hist, uint64_t ns);
+double rl__hist_quantile_us(const uint64_t *hist, double q);
+
+/* lane_change.c: called by the worker after its job ended, with no lock held. */
+void rl__fence_release(rl__lane *l);
+
+/* lane_change.c: the fence of `hash` held by `holder`, or NULL. Under the route lock (read)
+ * and the holder's mutex, or the route lock (write). */
+rl__fence *rl__fence_for(const rl__lane *holder, uint64_t hash);
+
+/* lane.c: the dispatcher whose handler may be running on this thread. */
+extern _Thread_local const rl_dispatcher_t *rl__worker_of;
+
+#endif

@@ -1,0 +1,153 @@
+/* Statistics: per lane and for the dispatcher, as a struct and as JSON. Never per key. */
+#include "dispatch_internal.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void lane_stats(rl__lane *l, int retiring, rl_dispatch_lane_stats *s, uint64_t *hist)
+{
+    memset(s, 0, sizeof *s);
+    size_t len = strlen(l->name);
+    memcpy(s->name, l->name, len + 1);
+    s->retiring = retiring;
+    uv_mutex_lock(&l->mu);
+    s->depth = l->queue.len;
+    s->parked = l->parked;
+    s->in_flight = l->busy && l->cur_job ? 1 : 0;
+    s->processed = l->processed;
+    s->failed = l->failed;
+    s->retried = l->retried;
+    s->dead_lettered = l->dead;
+    memcpy(hist, l->hist, sizeof l->hist);
+    uv_mutex_unlock(&l->mu);
+    s->p50_us = rl__hist_quantile_us(hist, 0.50);
+    s->p99_us = rl__hist_quantile_us(hist, 0.99);
+}
+
+int rl_dispatch_stats_get(rl_dispatcher_t *d, rl_dispatch_stats *out, rl_dispatch_lane_stats *lanes,
+                          size_t cap, size_t *n)
+{
+    if (!d || !out || (!lanes && cap))
+        return RL_EINVAL;
+    uint64_t *hist = malloc(sizeof(uint64_t) * RL__HIST_BUCKETS);
+    if (!hist)
+        return RL_ENOMEM;
+    memset(out, 0, sizeof *out);
+    size_t k = 0;
+    pthread_rwlock_rdlock(&d->route_lock);
+    out->lanes = d->route.n;
+    for (size_t i = 0; i < d->route.n; i++, k++)
+        if (k < cap)
+            lane_stats(d->route.lanes[i], 0, &lanes[k], hist);
+    for (rl__lane *r = d->retiring; r; r = r->next_retiring, k++) {
+        out->retiring++;
+        if (k < cap)
+            lane_stats(r, 1, &lanes[k], hist);
+    }
+    pthread_rwlock_unlock(&d->route_lock);
+    free(hist);
+    out->jobs = atomic_load(&d->jobs);
+    out->submitted = atomic_load(&d->seq);
+    out->refused = atomic_load(&d->refused);
+    out->done = atomic_load(&d->done);
+    out->dead_lettered = atomic_load(&d->dead);
+    out->returned = atomic_load(&d->returned_count);
+    out->lane_changes = atomic_load(&d->changes);
+    out->last_change_ns = atomic_load(&d->last_change_ns);
+    out->max_change_ns = atomic_load(&d->max_change_ns);
+    if (n)
+        *n = k;
+    return 0;
+}
+
+/* --- JSON --- */
+
+typedef struct out_buf {
+    char *buf;
+    size_t cap, len; /* len counts everything, written or not */
+} out_buf;
+
+static void put(out_buf *o, const char *fmt, ...)
+{
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    size_t m = (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1;
+    for (size_t i = 0; i < m; i++, o->len++)
+        if (o->len + 1 < o->cap)
+            o->buf[o->len] = tmp[i];
+}
+
+/* A JSON string; bytes >= 0x80 pass through (names are expected to be UTF-8). */
+static void put_string(out_buf *o, const char *s)
+{
+    put(o, "\"");
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            put(o, "\\%c", *p);
+        else if (*p < 0x20)
+            put(o, "\\u%04x", *p);
+        else
+            put(o, "%c", *p);
+    }
+    put(o, "\"");
+}
+
+int rl_dispatch_stats_json(rl_dispatcher_t *d, char *buf, size_t cap, size_t *len)
+{
+    if (!d || (!buf && cap))
+        return RL_EINVAL;
+    rl_dispatch_stats s;
+    size_t n = 0;
+    int rc = rl_dispatch_stats_get(d, &s, NULL, 0, &n);
+    if (rc)
+        return rc;
+    rl_dispatch_lane_stats *ls = calloc(n ? n : 1, sizeof *ls);
+    if (!ls)
+        return RL_ENOMEM;
+    size_t got = n;
+    rc = rl_dispatch_stats_get(d, &s, ls, n, &got);
+    if (got > n) /* lanes were added meanwhile: report those we have */
+        got = n;
+    out_buf o = {buf, cap, 0};
+    if (!rc) {
+        put(&o,
+            "{\"lanes\":%zu,\"retiring\":%zu,\"jobs\":%" PRIu64 ",\"submitted\":%" PRIu64
+            ",\"refused\":%" PRIu64 ",\"done\":%" PRIu64 ",\"dead_lettered\":%" PRIu64,
+            s.lanes, s.retiring, s.jobs, s.submitted, s.refused, s.done, s.dead_lettered);
+        put(&o,
+            ",\"returned\":%" PRIu64 ",\"lane_changes\":%" PRIu64 ",\"last_change_ns\":%" PRIu64
+            ",\"max_change_ns\":%" PRIu64 ",\"lane\":[",
+            s.returned, s.lane_changes, s.last_change_ns, s.max_change_ns);
+        for (size_t i = 0; i < got; i++) {
+            const rl_dispatch_lane_stats *l = &ls[i];
+            put(&o, "%s{\"name\":", i ? "," : "");
+            put_string(&o, l->name);
+            put(&o,
+                ",\"retiring\":%s,\"depth\":%" PRIu64 ",\"parked\":%" PRIu64
+                ",\"in_flight\":%" PRIu64 ",\"processed\":%" PRIu64 ",\"failed\":%" PRIu64,
+                l->retiring ? "true" : "false", l->depth, l->parked, l->in_flight, l->processed,
+                l->failed);
+            put(&o,
+                ",\"retried\":%" PRIu64 ",\"dead_lettered\":%" PRIu64
+                ",\"p50_us\":%.3f,\"p99_us\":%.3f}",
+                l->retried, l->dead_lettered, l->p50_us, l->p99_us);
+        }
+        put(&o, "]}");
+        if (cap)
+            o.buf[o.len < cap ? o.len : cap - 1] = '\0';
+        if (len)
+            *len = o.len;
+        if (o.len >= cap)
+            rc = RL_ERANGE;
+    }
+    free(ls);
+    return rc;
+}

@@ -1,0 +1,381 @@
+/* The dispatcher's life on the loop: init, completion delivery, capacity news, close. */
+#define _GNU_SOURCE /* pthread_rwlockattr_setkind_np: a writer-preferring route lock */
+#include "dispatch_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void rl_dispatch_options_init(rl_dispatch_options *opts)
+{
+    if (!opts)
+        return;
+    memset(opts, 0, sizeof *opts);
+    opts->lane_capacity = 1024;
+    opts->max_jobs = 65536;
+    opts->max_attempts = 5;
+    opts->backoff_ms = 10;
+    opts->backoff_max_ms = 1000;
+}
+
+void *rl_dispatch_get_data(const rl_dispatcher_t *d)
+{
+    return d ? d->opts.data : NULL;
+}
+
+bool rl__on_loop_thread(const rl_dispatcher_t *d)
+{
+    uv_thread_t self = uv_thread_self();
+    return uv_thread_equal(&self, &d->loop_thread) != 0;
+}
+
+/* --- ending jobs on the loop thread --- */
+
+/* Counts of jobs ended in one batch, published once per batch. */
+typedef struct ended {
+    uint64_t n[3];
+    uint64_t unreleased; /* places in max_jobs not yet given back */
+} ended;
+
+/* Ends one job. Places in max_jobs go back every few jobs rather than one by one: the counter
+ * is shared with every submitter, and the count only ever overstates what is held. */
+static void end_job(rl_dispatcher_t *d, rl__job *j, int outcome, ended *e)
+{
+    e->n[outcome]++;
+    if (d->opts.on_done)
+        d->opts.on_done(d, &j->pub, outcome);
+    free(j);
+    if (++e->unreleased == 32) {
+        atomic_fetch_sub(&d->jobs, e->unreleased);
+        e->unreleased = 0;
+    }
+}
+
+static void publish(rl_dispatcher_t *d, const ended *e)
+{
+    if (e->unreleased)
+        atomic_fetch_sub(&d->jobs, e->unreleased);
+    if (e->n[RL_DISPATCH_DONE])
+        atomic_fetch_add_explicit(&d->done, e->n[RL_DISPATCH_DONE], memory_order_relaxed);
+    if (e->n[RL_DISPATCH_DEAD])
+        atomic_fetch_add_explicit(&d->dead, e->n[RL_DISPATCH_DEAD], memory_order_relaxed);
+    if (e->n[RL_DISPATCH_RETURNED])
+        atomic_fetch_add_explicit(&d->returned_count, e->n[RL_DISPATCH_RETURNED],
+                                  memory_order_relaxed);
+}
+
+void rl__end_jobs(rl_dispatcher_t *d, rl__jobq *q, int outcome)
+{
+    ended e = {{0}, 0};
+    rl__job *j;
+    while ((j = rl__jobq_pop(q)))
+        end_job(d, j, outcome, &e);
+    publish(d, &e);
+    rl__space_notify(d);
+}
+
+void rl__deliver_completions(rl_dispatcher_t *d)
+{
+    /* Not from inside on_done: the outer call still holds earlier completions, and a nested
+     * one would end later jobs before them. What is left is delivered on the next wake-up. */
+    if (d->delivering)
+        return;
+    rl__job *stack = atomic_exchange_explicit(&d->done_head, NULL, memory_order_acquire);
+    if (!stack)
+        return;
+    d->delivering = true;
+    rl__job *fifo = NULL; /* the stack reversed: completion order */
+    while (stack) {
+        rl__job *nx = stack->next;
+        stack->next = fifo;
+        fifo = stack;
+        stack = nx;
+    }
+    ended e = {{0}, 0};
+    while (fifo) {
+        rl__job *nx = fifo->next;
+        end_job(d, fifo, fifo->outcome, &e);
+        fifo = nx;
+    }
+    d->delivering = false;
+    publish(d, &e);
+    /* Submitters held back by max_jobs wake once a quarter of it is free again. */
+    if (atomic_load(&d->blocked_global) &&
+        atomic_load(&d->jobs) <= rl__low_water(d->opts.max_jobs) &&
+        atomic_exchange(&d->blocked_global, false))
+        rl__space_notify(d);
+}
+
+void rl__check_capacity(rl_dispatcher_t *d)
+{
+    if (!d->opts.on_capacity || atomic_load(&d->closing))
+        return;
+    bool any = false;
+    bool global = atomic_load(&d->refused_global);
+    if (global) {
+        if (atomic_load(&d->jobs) > d->opts.max_jobs / 2)
+            return;
+        any = true;
+    }
+    /* The route only changes on this thread, so reading it here needs no lock. */
+    for (size_t i = 0; i < d->route.n; i++) {
+        rl__lane *l = d->route.lanes[i];
+        if (!atomic_load(&l->refused))
+            continue;
+        if (atomic_load_explicit(&l->depth_hint, memory_order_relaxed) > d->opts.lane_capacity / 2)
+            return;
+        any = true;
+    }
+    for (rl__lane *r = d->retiring; r; r = r->next_retiring)
+        any |= atomic_load(&r->refused); /* its keys went elsewhere: worth a new try */
+    if (!any)
+        return;
+    atomic_store(&d->refused_global, false);
+    for (size_t i = 0; i < d->route.n; i++)
+        atomic_store(&d->route.lanes[i]->refused, false);
+    for (rl__lane *r = d->retiring; r; r = r->next_retiring)
+        atomic_store(&r->refused, false);
+    d->opts.on_capacity(d);
+}
+
+/* Joins and frees retired lanes whose workers have stopped. */
+static void reap_retired(rl_dispatcher_t *d)
+{
+    for (rl__lane **p = &d->retiring; *p;) {
+        rl__lane *l = *p;
+        if (!atomic_load(&l->exited)) {
+            p = &l->next_retiring;
+            continue;
+        }
+        uv_thread_join(&l->thread);
+        pthread_rwlock_wrlock(&d->route_lock);
+        *p = l->next_retiring;
+        pthread_rwlock_unlock(&d->route_lock);
+        rl__lane_free(l);
+    }
+}
+
+static void free_dispatcher(rl_dispatcher_t *d)
+{
+    for (size_t i = 0; i < d->route.n; i++)
+        rl__lane_free(d->route.lanes[i]);
+    rl__route_free(&d->route);
+    rl_ring_free(d->hash_ring);
+    pthread_rwlock_destroy(&d->route_lock);
+    uv_mutex_destroy(&d->returned_mu);
+    uv_mutex_destroy(&d->space_mu);
+    uv_cond_destroy(&d->space_cv);
+    uv_mutex_destroy(&d->wait_mu);
+    uv_cond_destroy(&d->wait_cv);
+    free(d);
+}
+
+static void on_async_closed(uv_handle_t *h)
+{
+    rl_dispatcher_t *d = h->data;
+    if (d->close_cb)
+        d->close_cb(d);
+    free_dispatcher(d);
+}
+
+/* When closing and every worker has stopped: end what is left, then close the handle. */
+static void maybe_finish_close(rl_dispatcher_t *d)
+{
+    if (d->close_done)
+        return;
+    for (size_t i = 0; i < d->route.n; i++)
+        if (!atomic_load(&d->route.lanes[i]->exited))
+            return;
+    reap_retired(d);
+    if (d->retiring)
+        return;
+    for (size_t i = 0; i < d->route.n; i++) {
+        rl__lane *l = d->route.lanes[i];
+        if (l->thread_started)
+            uv_thread_join(&l->thread);
+        l->thread_started = false;
+    }
+    d->close_done = true;
+    /* Jobs of a key end in order: those that ran first, then those handed back. */
+    rl__deliver_completions(d);
+    rl__jobq_sort_seq(&d->returned);
+    rl__end_jobs(d, &d->returned, RL_DISPATCH_RETURNED);
+    uv_close((uv_handle_t *)&d->async, on_async_closed);
+}
+
+static void on_async(uv_async_t *a)
+{
+    rl_dispatcher_t *d = a->data;
+    if (d->close_done)
+        return;
+    rl__deliver_completions(d);
+    reap_retired(d);
+    if (atomic_load(&d->closing))
+        maybe_finish_close(d);
+    else
+        rl__check_capacity(d);
+}
+
+static void close_lane(rl_dispatcher_t *d, rl__lane *l, int mode)
+{
+    uv_mutex_lock(&l->mu);
+    if (mode == RL_DISPATCH_STOP) {
+        /* Queued jobs and those parked at this lane go back; sorted when handed back. */
+        uv_mutex_lock(&d->returned_mu);
+        rl__lq_drain(&l->queue, &d->returned);
+        for (rl__fence *f = l->fences; f; f = f->next_held)
+            rl__jobq_append(&d->returned, &f->parked);
+        uv_mutex_unlock(&d->returned_mu);
+        l->parked = 0;
+        rl__lane_set_depth(l);
+        l->stopping = true;
+    } else {
+        l->draining = true;
+    }
+    uv_cond_broadcast(&l->cv);
+    uv_mutex_unlock(&l->mu);
+}
+
+int rl_dispatch_close(rl_dispatcher_t *d, int mode, rl_dispatch_close_cb cb)
+{
+    if (!d || (mode != RL_DISPATCH_DRAIN && mode != RL_DISPATCH_STOP))
+        return RL_EINVAL;
+    if (!rl__on_loop_thread(d))
+        return RL_ESTATE;
+    if (atomic_load(&d->closing))
+        return RL_ECLOSED;
+    pthread_rwlock_wrlock(&d->route_lock);
+    atomic_store(&d->closing, true);
+    d->close_mode = mode;
+    d->close_cb = cb;
+    for (size_t i = 0; i < d->route.n; i++)
+        close_lane(d, d->route.lanes[i], mode);
+    for (rl__lane *r = d->retiring; r; r = r->next_retiring)
+        close_lane(d, r, mode);
+    pthread_rwlock_unlock(&d->route_lock);
+    /* Wake blocked submitters: they see the close. */
+    uv_mutex_lock(&d->space_mu);
+    d->space_gen++;
+    uv_cond_broadcast(&d->space_cv);
+    uv_mutex_unlock(&d->space_mu);
+    uv_async_send(&d->async);
+    return 0;
+}
+
+/* --- init --- */
+
+static int check_options(const rl_dispatch_options *o)
+{
+    if (!o->handler || !o->lanes || o->lane_count == 0)
+        return RL_EINVAL;
+    if (o->lane_capacity == 0 || o->max_jobs == 0 || o->max_attempts == 0)
+        return RL_EINVAL;
+    if (o->backoff_max_ms < o->backoff_ms)
+        return RL_EINVAL;
+    if (o->lane_count > RL_DISPATCH_LANES_MAX)
+        return RL_ERANGE;
+    for (size_t i = 0; i < o->lane_count; i++)
+        if (!o->lanes[i])
+            return RL_EINVAL;
+    return 0;
+}
+
+static int init_sync(rl_dispatcher_t *d)
+{
+    pthread_rwlockattr_t attr;
+    if (pthread_rwlockattr_init(&attr) != 0)
+        return RL_ENOMEM;
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    int rc = pthread_rwlock_init(&d->route_lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
+    if (rc != 0)
+        return RL_ENOMEM;
+    if (uv_mutex_init(&d->returned_mu) || uv_mutex_init(&d->space_mu) ||
+        uv_cond_init(&d->space_cv) || uv_mutex_init(&d->wait_mu) || uv_cond_init(&d->wait_cv))
+        return RL_ELOOP; /* not reached on Linux, where these cannot fail */
+    return 0;
+}
+
+/* Stops and frees the workers of a dispatcher whose init failed. */
+static void abort_lanes(rl__lane **lanes, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        rl__lane *l = lanes[i];
+        if (!l)
+            continue;
+        if (l->thread_started) {
+            uv_mutex_lock(&l->mu);
+            l->stopping = true;
+            uv_cond_signal(&l->cv);
+            uv_mutex_unlock(&l->mu);
+            uv_thread_join(&l->thread);
+        }
+        rl__lane_free(l);
+    }
+}
+
+int rl_dispatch_init(struct uv_loop_s *loop, const rl_dispatch_options *opts, rl_dispatcher_t **out)
+{
+    if (!out)
+        return RL_EINVAL;
+    *out = NULL;
+    if (!loop || !opts)
+        return RL_EINVAL;
+    int rc = check_options(opts);
+    if (rc)
+        return rc;
+
+    rl_member *members = calloc(opts->lane_count, sizeof *members);
+    if (!members)
+        return RL_ENOMEM;
+    for (size_t i = 0; i < opts->lane_count; i++)
+        members[i] = (rl_member){.name = opts->lanes[i], .weight = 1, .zone = NULL};
+    rl_ring_t *ring = NULL, *hash_ring = NULL;
+    rc = rl_ring_build(members, opts->lane_count, opts->ring, &ring);
+    free(members);
+    if (!rc)
+        rc = rl_ring_build(NULL, 0, opts->ring, &hash_ring);
+    rl_dispatcher_t *d = rc ? NULL : calloc(1, sizeof *d);
+    if (!rc && !d)
+        rc = RL_ENOMEM;
+    if (rc) {
+        rl_ring_free(ring);
+        rl_ring_free(hash_ring);
+        return rc;
+    }
+    d->loop = loop;
+    d->loop_thread = uv_thread_self();
+    d->opts = *opts;
+    d->opts.lanes = NULL;
+    d->opts.lane_count = 0;
+    d->hash_ring = hash_ring;
+    d->route.ring = ring;
+    d->route.n = opts->lane_count;
+    d->route.lanes = calloc(d->route.n, sizeof *d->route.lanes);
+    atomic_init(&d->done_head, NULL);
+    if (!d->route.lanes || init_sync(d) != 0) {
+        free(d->route.lanes);
+        rl_ring_free(ring);
+        rl_ring_free(hash_ring);
+        free(d);
+        return RL_ENOMEM;
+    }
+    for (size_t i = 0; i < d->route.n && !rc; i++) {
+        const char *name = rl_ring_node_name(ring, (uint32_t)i);
+        rc = rl__lane_new(d, name, &d->route.lanes[i]);
+        if (!rc)
+            rc = rl__lane_start(d->route.lanes[i]);
+    }
+    if (!rc)
+        rc = rl__route_table(&d->route);
+    if (!rc && uv_async_init(loop, &d->async, on_async) != 0)
+        rc = RL_ELOOP;
+    if (rc) {
+        abort_lanes(d->route.lanes, d->route.n);
+        d->route.n = 0;
+        free_dispatcher(d);
+        return rc;
+    }
+    d->async.data = d;
+    *out = d;
+    return 0;
+}

@@ -1,0 +1,494 @@
+/* Lane membership changes (add_lane, remove_lane) that keep every key's order.
+ *
+ * THE PROTOCOL
+ *
+ * Routing is a ring over lane names. A key's jobs live in exactly one place at a time: its
+ * lane's queue, or the parked list of a fence (below). A change computes the new ring, then, in
+ * one critical section under the route lock held for writing (submitters excluded; workers keep
+ * running, except while their own lane's mutex is taken for a moment):
+ *
+ *  0. Make room. Count, for each lane, the jobs that steps A to C may bring to it, and grow its
+ *     queue to hold them. This is the only step that can fail (RL_ENOMEM), and it changes no
+ *     routing state.
+ *  A. Retarget fences. Each lane L has at most one fence: "the key of L's in-flight job (hash h)
+ *     now belongs to lane H (the holder); jobs of h wait in the fence's parked list until L has
+ *     finished that job". If the new ring gives h back to L, the fence dissolves: its parked jobs
+ *     go to the end of L's queue (L runs them after its in-flight job, so order holds). If it
+ *     gives h to another lane, the fence with its parked list moves there whole.
+ *  B. Arm fences. Each lane L with a job in flight (in its handler or waiting for a retry) and
+ *     no fence, whose key h the new ring gives to another lane D, gets a fence for h held by D.
+ *     Arming and the worker's "job finished" step both happen under L's mutex, so a fence is
+ *     armed only while the job is still in flight and the worker always sees it.
+ *  C. Move queued jobs. Every lane that can lose keys (all lanes on add, the removed lane on
+ *     remove) is scanned front to back; each job whose key the new ring gives to another lane D
+ *     is taken out and appended, in scan order, to D's fence for that key if D holds one, else to
+ *     the end of D's queue.
+ *     B and C run for one lane under one hold of its mutex. Apart, the worker could pop the
+ *     next job of a key between them: B would see the lane idle, and C would move the key's
+ *     later jobs to a lane that starts them at once, beside the one just popped.
+ *  D. Publish the new route. A removed lane is marked retiring: it gets no new jobs, finishes
+ *     its in-flight job, releases its fence and stops; the loop thread joins it.
+ *
+ * When a worker's job ends, it publishes the completion, marks itself idle and, if its fence is
+ * active, takes the route lock for reading and splices the parked list to the front of the
+ * holder's queue (release). Submitters, under the same read lock and the holder's mutex, append
+ * a job whose key has a fence at the holder to the parked list instead of the queue.
+ *
+ * INVARIANTS
+ *
+ *  I1 Single place: all not-yet-started jobs of a key are either in its owner's queue or, when a
+ *     fence for the key exists, in that fence's parked list (which is held by the owner). A
+ *     key's jobs are never split between two queues.
+ *  I2 One fence per key, one per lane: a fence exists only for the key of its lane's in-flight
+ *     job, and a lane starts no other job before releasing it, so a key never has two.
+ *  I3 Order: moving, parking, splicing and dissolving keep relative order; a key's jobs that
+ *     were queued before a change come before those submitted after it (submitters wait for the
+ *     critical section, then route by the new ring to the same place the moved jobs went).
+ *  I4 Exclusion: a job of key h starts only when no other job of h is in flight: the lane that
+ *     owns h either is the lane running h (so it is busy with it) or holds h's jobs behind a
+ *     fence until the lane running h finishes.
+ *  I5 Nothing lost or duplicated: jobs are only ever moved between lists, under the locks that
+ *     guard both lists. Every lane keeps room in its queue for the jobs parked at it, and a
+ *     change first counts what may arrive at each lane and makes room for it; only then does it
+ *     modify anything, so it either fails (RL_ENOMEM) having changed nothing, or cannot fail.
+ *  I6 Keys that do not move are not held: no fence is placed on them; their lane pauses only
+ *     while its queue is scanned (on add, under its mutex) for the keys that leave.
+ *
+ * Cost: the critical section walks the scanned lanes' queues twice (count, then move). Queues
+ * are arrays of (key position, job), and the new route has a 65536-bucket table, so routing a
+ * queued job touches neither the job nor a binary search in most cases. Everything else (the
+ * new ring and its table, the lane array, the new lane and its thread) is made before it.
+ */
+#include "dispatch_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The lane of `hash` in a route whose ring is not empty. */
+static rl__lane *owner(const rl__route *r, uint64_t hash)
+{
+    return r->lanes[rl__route_node(r, hash)];
+}
+
+static void unlink_fence(rl__lane *holder, rl__fence *f)
+{
+    for (rl__fence **p = &holder->fences; *p; p = &(*p)->next_held) {
+        if (*p == f) {
+            *p = f->next_held;
+            break;
+        }
+    }
+    f->next_held = NULL;
+    holder->parked -= f->parked.len;
+    rl__lane_set_depth(holder);
+}
+
+static void link_fence(rl__lane *holder, rl__fence *f)
+{
+    f->next_held = holder->fences;
+    holder->fences = f;
+    f->holder = holder;
+    holder->parked += f->parked.len;
+    rl__lane_set_depth(holder);
+}
+
+rl__fence *rl__fence_for(const rl__lane *holder, uint64_t hash)
+{
+    for (rl__fence *f = holder->fences; f; f = f->next_held)
+        if (f->hash == hash)
+            return f;
+    return NULL;
+}
+
+static void wake(rl__lane *l)
+{
+    if (l->sleeping)
+        uv_cond_signal(&l->cv);
+}
+
+/* The worker of l finished the job its fence waits for. The holder has room for the parked
+ * jobs (it keeps cap >= len + parked), so this cannot fail. */
+void rl__fence_release(rl__lane *l)
+{
+    rl_dispatcher_t *d = l->d;
+    pthread_rwlock_rdlock(&d->route_lock);
+    rl__fence *f = &l->fence;
+    if (f->active) { /* a change may have dissolved it meanwhile */
+        rl__lane *h = f->holder;
+        uv_mutex_lock(&h->mu);
+        unlink_fence(h, f);
+        rl__lq_prepend(&h->queue, &f->parked);
+        rl__lane_set_depth(h);
+        wake(h);
+        uv_mutex_unlock(&h->mu);
+        uv_mutex_lock(&l->mu);
+        f->active = false;
+        f->holder = NULL;
+        uv_mutex_unlock(&l->mu);
+    }
+    pthread_rwlock_unlock(&d->route_lock);
+}
+
+/* What a change needs, made before its critical section (or, for sizes only known inside it,
+ * at its start, before anything is modified). */
+typedef struct plan {
+    rl__route next;
+    rl__lane *removed;
+    size_t *incoming;  /* per new node: jobs that may land there (queue or parked) */
+    size_t *parked_in; /* per new node: jobs put into fences already held there */
+    size_t *moved_n;   /* per new node: entries in moved[] */
+    rl__qent **moved;  /* per new node: entries for its queue, in order */
+    rl__qent *buf;     /* backs moved[] */
+} plan;
+
+/* Step A, counting: where an active fence's parked jobs go. */
+static void count_fence(rl__lane *l, plan *p)
+{
+    rl__fence *f = &l->fence;
+    if (!f->active)
+        return;
+    uint32_t node = rl__route_node(&p->next, f->hash);
+    if (p->next.lanes[node] != f->holder)
+        p->incoming[node] += f->parked.len;
+}
+
+/* Step A for one lane's fence. */
+static void retarget_fence(rl__lane *l, const rl__route *next)
+{
+    rl__fence *f = &l->fence;
+    if (!f->active)
+        return;
+    rl__lane *to = owner(next, f->hash), *from = f->holder;
+    if (to == from)
+        return;
+    uv_mutex_lock(&from->mu);
+    unlink_fence(from, f);
+    uv_mutex_unlock(&from->mu);
+    if (to == l) { /* the key came home: l runs its parked jobs after its in-flight one */
+        uv_mutex_lock(&l->mu);
+        rl__lq_append(&l->queue, &f->parked);
+        f->active = false;
+        f->holder = NULL;
+        rl__lane_set_depth(l);
+        wake(l);
+        uv_mutex_unlock(&l->mu);
+    } else {
+        uv_mutex_lock(&to->mu);
+        link_fence(to, f);
+        uv_mutex_unlock(&to->mu);
+    }
+}
+
+/* Step C, counting: the jobs that leave l, by destination. */
+static void count_leaving(rl__lane *l, plan *p)
+{
+    uv_mutex_lock(&l->mu);
+    for (size_t i = 0; i < l->queue.len; i++) {
+        uint32_t node = rl__route_node(&p->next, rl__lq_at(&l->queue, i)->hash);
+        if (p->next.lanes[node] != l)
+            p->incoming[node]++;
+    }
+    uv_mutex_unlock(&l->mu);
+}
+
+/* Steps B and C for one lane, under one hold of its mutex: were they apart, the worker could
+ * start a job after B found it idle, and C would then move that key's later jobs unfenced.
+ * `scan`: the lane can lose keys, so its queue is walked; jobs that stay are compacted in
+ * place, jobs that leave go to p->moved or to the fence of their key. */
+static void fence_and_move(rl__lane *l, plan *p, bool scan)
+{
+    const rl__route *next = &p->next;
+    uv_mutex_lock(&l->mu);
+    rl__lane *armed_at = NULL;
+    if (l->busy && !l->fence.active) {
+        rl__lane *to = owner(next, l->cur_hash);
+        if (to != l) {
+            l->fence.active = true;
+            l->fence.hash = l->cur_hash;
+            l->fence.parked = (rl__jobq){0};
+            armed_at = to;
+        }
+    }
+    if (scan) {
+        rl__lq *q = &l->queue;
+        size_t kept = 0;
+        for (size_t i = 0; i < q->len; i++) {
+            rl__qent e = *rl__lq_at(q, i);
+            uint32_t node = rl__route_node(next, e.hash);
+            rl__lane *to = next->lanes[node];
+            if (to == l) {
+                *rl__lq_at(q, kept++) = e;
+            } else if (to == armed_at && e.hash == l->fence.hash) {
+                rl__jobq_push(&l->fence.parked, e.job); /* counted when the fence is linked */
+            } else {
+                /* Fence lists of other lanes change only under the route lock, held here for
+                 * writing, so they can be read without their lane's mutex. */
+                rl__fence *f = rl__fence_for(to, e.hash);
+                if (f) {
+                    rl__jobq_push(&f->parked, e.job);
+                    p->parked_in[node]++;
+                } else {
+                    p->moved[node][p->moved_n[node]++] = e;
+                }
+            }
+        }
+        q->len = kept;
+        rl__lane_set_depth(l);
+    }
+    uv_mutex_unlock(&l->mu);
+    if (armed_at) {
+        uv_mutex_lock(&armed_at->mu);
+        link_fence(armed_at, &l->fence);
+        uv_mutex_unlock(&armed_at->mu);
+    }
+}
+
+/* Jobs a lane holds (queued, parked at it, in flight). Under its mutex. */
+static bool lane_holds_jobs(const rl__lane *l)
+{
+    return l->queue.len || l->parked || l->busy || l->fence.active;
+}
+
+/* Sizes and allocates what the moves need, and gives every destination room for what may
+ * arrive, so that the steps after it cannot fail. Modifies no routing state. */
+static int prepare_moves(rl_dispatcher_t *d, plan *p)
+{
+    const rl__route *cur = &d->route;
+    size_t n = p->next.n, total = 0;
+    memset(p->incoming, 0, n * sizeof *p->incoming);
+    for (size_t i = 0; i < cur->n; i++)
+        count_fence(cur->lanes[i], p);
+    for (rl__lane *r = d->retiring; r; r = r->next_retiring)
+        count_fence(r, p);
+    for (size_t i = 0; i < cur->n; i++) {
+        rl__lane *l = cur->lanes[i];
+        if (!p->removed || l == p->removed)
+            count_leaving(l, p);
+    }
+    for (size_t i = 0; i < n; i++)
+        total += p->incoming[i]; /* moved[i] gets a slice of incoming[i], an upper bound */
+    p->buf = malloc((total ? total : 1) * sizeof *p->buf);
+    if (!p->buf)
+        return RL_ENOMEM;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        p->moved[i] = p->buf + at;
+        p->moved_n[i] = 0;
+        p->parked_in[i] = 0;
+        at += p->incoming[i];
+        if (!p->incoming[i])
+            continue;
+        rl__lane *x = p->next.lanes[i];
+        uv_mutex_lock(&x->mu);
+        int rc = rl__lq_reserve(&x->queue, x->queue.len + x->parked + p->incoming[i]);
+        uv_mutex_unlock(&x->mu);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Applies a change under the route lock. Returns RL_EBUSY, changing nothing, when the last
+ * lane would go while it still holds jobs; RL_ENOMEM, changing nothing, when the room for the
+ * moves cannot be had. */
+static int apply_change(rl_dispatcher_t *d, plan *p)
+{
+    rl__route *cur = &d->route, *next = &p->next;
+    rl__lane *removed = p->removed;
+    uint64_t t0 = uv_hrtime();
+    pthread_rwlock_wrlock(&d->route_lock);
+    if (atomic_load(&d->closing)) {
+        pthread_rwlock_unlock(&d->route_lock);
+        return RL_ECLOSED;
+    }
+    if (next->n == 0) {
+        /* The last lane goes: only when nothing is left anywhere for a ring to route. */
+        uv_mutex_lock(&removed->mu);
+        bool busy = lane_holds_jobs(removed);
+        uv_mutex_unlock(&removed->mu);
+        for (rl__lane *r = d->retiring; r && !busy; r = r->next_retiring) {
+            uv_mutex_lock(&r->mu);
+            busy = r->fence.active;
+            uv_mutex_unlock(&r->mu);
+        }
+        if (busy) {
+            pthread_rwlock_unlock(&d->route_lock);
+            return RL_EBUSY;
+        }
+    } else {
+        int rc = prepare_moves(d, p);
+        if (rc) {
+            pthread_rwlock_unlock(&d->route_lock);
+            return rc;
+        }
+        /* A */
+        for (size_t i = 0; i < cur->n; i++)
+            retarget_fence(cur->lanes[i], next);
+        for (rl__lane *r = d->retiring; r; r = r->next_retiring)
+            retarget_fence(r, next);
+        /* B and C */
+        for (size_t i = 0; i < cur->n; i++) {
+            rl__lane *l = cur->lanes[i];
+            fence_and_move(l, p, !removed || l == removed);
+        }
+        for (size_t i = 0; i < next->n; i++) {
+            if (!p->moved_n[i] && !p->parked_in[i])
+                continue;
+            rl__lane *to = next->lanes[i];
+            uv_mutex_lock(&to->mu);
+            for (size_t k = 0; k < p->moved_n[i]; k++) {
+                *rl__lq_at(&to->queue, to->queue.len) = p->moved[i][k];
+                to->queue.len++;
+            }
+            to->parked += p->parked_in[i];
+            rl__lane_set_depth(to);
+            wake(to);
+            uv_mutex_unlock(&to->mu);
+        }
+    }
+    /* D */
+    rl__route old = *cur;
+    *cur = *next;
+    *next = old;
+    if (removed) {
+        uv_mutex_lock(&removed->mu);
+        removed->retiring = true;
+        uv_cond_signal(&removed->cv);
+        uv_mutex_unlock(&removed->mu);
+        removed->next_retiring = d->retiring;
+        d->retiring = removed;
+    }
+    pthread_rwlock_unlock(&d->route_lock);
+
+    uint64_t took = uv_hrtime() - t0;
+    atomic_fetch_add(&d->changes, 1);
+    atomic_store(&d->last_change_ns, took);
+    if (took > atomic_load(&d->max_change_ns))
+        atomic_store(&d->max_change_ns, took);
+    return 0;
+}
+
+/* The lane array and table of `ring`, taking lanes by name from the current route, `added`
+ * for its own. */
+static int route_for(rl_dispatcher_t *d, rl_ring_t *ring, rl__lane *added, rl__route *out)
+{
+    size_t n = rl_ring_member_count(ring);
+    *out = (rl__route){.ring = ring, .n = n};
+    out->lanes = calloc(n ? n : 1, sizeof *out->lanes);
+    if (!out->lanes)
+        return RL_ENOMEM;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *name = rl_ring_node_name(ring, i);
+        uint32_t k;
+        if (rl_ring_find(d->route.ring, name, &k) == 0)
+            out->lanes[i] = d->route.lanes[k];
+        else
+            out->lanes[i] = added;
+    }
+    return rl__route_table(out);
+}
+
+void rl__route_free(rl__route *r)
+{
+    rl_ring_free(r->ring);
+    free(r->lanes);
+    free(r->table);
+    *r = (rl__route){0};
+}
+
+/* Runs a change whose new ring is made; frees what is not kept. */
+static int change(rl_dispatcher_t *d, rl_ring_t *ring, rl__lane *added, rl__lane *removed)
+{
+    plan p = {.removed = removed};
+    int rc = route_for(d, ring, added, &p.next);
+    size_t n = p.next.n ? p.next.n : 1;
+    if (!rc) {
+        p.incoming = calloc(n, sizeof *p.incoming);
+        p.parked_in = calloc(n, sizeof *p.parked_in);
+        p.moved_n = calloc(n, sizeof *p.moved_n);
+        p.moved = calloc(n, sizeof *p.moved);
+        if (!p.incoming || !p.parked_in || !p.moved_n || !p.moved)
+            rc = RL_ENOMEM;
+    }
+    if (!rc)
+        rc = apply_change(d, &p);
+    if (!rc) {
+        /* Keys may have moved from a full lane to one with room. */
+        rl__space_notify(d);
+        rl__check_capacity(d);
+    }
+    /* On success p.next holds the old route now; on failure still the new one. */
+    rl__route_free(&p.next);
+    free(p.incoming);
+    free(p.parked_in);
+    free(p.moved_n);
+    free(p.moved);
+    free(p.buf);
+    return rc;
+}
+
+static int check_call(rl_dispatcher_t *d, const char *name)
+{
+    if (!d || !name)
+        return RL_EINVAL;
+    if (!rl__on_loop_thread(d))
+        return RL_ESTATE;
+    if (atomic_load(&d->closing))
+        return RL_ECLOSED;
+    return 0;
+}
+
+int rl_dispatch_add_lane(rl_dispatcher_t *d, const char *name)
+{
+    int rc = check_call(d, name);
+    if (rc)
+        return rc;
+    rl_member m = {.name = name, .weight = 1, .zone = NULL};
+    uint32_t k;
+    if (rl_ring_find(d->route.ring, name, &k) == 0)
+        return RL_EDUPNAME;
+    if (d->route.n >= RL_DISPATCH_LANES_MAX)
+        return RL_ERANGE;
+    rl_ring_t *ring;
+    rc = rl_ring_add(d->route.ring, &m, &ring);
+    if (rc)
+        return rc;
+    rl__lane *lane = NULL;
+    rc = rl__lane_new(d, name, &lane);
+    if (!rc) {
+        rc = rl__lane_start(lane);
+        if (rc)
+            rl__lane_free(lane);
+    }
+    if (rc) {
+        rl_ring_free(ring);
+        return rc;
+    }
+    rc = change(d, ring, lane, NULL);
+    if (rc) {
+        /* Nothing routes to the new lane: stop its idle worker. */
+        uv_mutex_lock(&lane->mu);
+        lane->retiring = true;
+        uv_cond_signal(&lane->cv);
+        uv_mutex_unlock(&lane->mu);
+        uv_thread_join(&lane->thread);
+        rl__lane_free(lane);
+    }
+    return rc;
+}
+
+int rl_dispatch_remove_lane(rl_dispatcher_t *d, const char *name)
+{
+    int rc = check_call(d, name);
+    if (rc)
+        return rc;
+    uint32_t k;
+    if (rl_ring_find(d->route.ring, name, &k) != 0)
+        return RL_ENOENT;
+    rl__lane *removed = d->route.lanes[k];
+    rl_ring_t *ring;
+    rc = rl_ring_remove(d->route.ring, name, &ring);
+    if (rc)
+        return rc;
+    return change(d, ring, NULL, removed);
+}

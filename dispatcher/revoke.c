@@ -1,0 +1,127 @@
+/* Giving back the jobs of one tag (a Kafka partition being revoked, say) and waiting for the
+ * ones already running. */
+#include "dispatch_internal.h"
+
+/* Unlinks the jobs with `tag` from q into out, keeping order. Returns how many. */
+static size_t take_from(rl__jobq *q, int64_t tag, rl__jobq *out)
+{
+    rl__jobq keep = {0};
+    size_t n = 0;
+    rl__job *j;
+    while ((j = rl__jobq_pop(q))) {
+        if (j->pub.tag == tag) {
+            rl__jobq_push(out, j);
+            n++;
+        } else {
+            rl__jobq_push(&keep, j);
+        }
+    }
+    *q = keep;
+    return n;
+}
+
+static void take_from_queue(rl__lq *q, int64_t tag, rl__jobq *out)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < q->len; i++) {
+        rl__qent e = *rl__lq_at(q, i);
+        if (e.job->pub.tag == tag)
+            rl__jobq_push(out, e.job);
+        else
+            *rl__lq_at(q, kept++) = e;
+    }
+    q->len = kept;
+}
+
+static void take_from_lane(rl__lane *l, int64_t tag, rl__jobq *out)
+{
+    uv_mutex_lock(&l->mu);
+    take_from_queue(&l->queue, tag, out);
+    for (rl__fence *f = l->fences; f; f = f->next_held)
+        l->parked -= take_from(&f->parked, tag, out);
+    /* A job waiting for a retry has not started its next attempt: it can go back too. The
+     * worker notices cur_job is gone when it wakes and never touches the job again. */
+    if (l->in_backoff && l->cur_job && l->cur_job->pub.tag == tag) {
+        rl__jobq_push(out, l->cur_job);
+        l->cur_job = NULL;
+        uv_cond_broadcast(&l->cv);
+    }
+    rl__lane_set_depth(l);
+    uv_mutex_unlock(&l->mu);
+}
+
+int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count)
+{
+    if (count)
+        *count = 0;
+    if (!d)
+        return RL_EINVAL;
+    if (!rl__on_loop_thread(d))
+        return RL_ESTATE;
+    /* Jobs that already finished end first, so that a key's jobs end in order (but for one
+     * still in its handler now, which ends when it is done). Jobs that start after the take
+     * end after the jobs handed back. */
+    rl__deliver_completions(d);
+    rl__jobq out = {0};
+    pthread_rwlock_rdlock(&d->route_lock);
+    for (size_t i = 0; i < d->route.n; i++)
+        take_from_lane(d->route.lanes[i], tag, &out);
+    for (rl__lane *r = d->retiring; r; r = r->next_retiring)
+        take_from_lane(r, tag, &out);
+    pthread_rwlock_unlock(&d->route_lock);
+    if (count)
+        *count = out.len;
+    rl__jobq_sort_seq(&out);
+    rl__end_jobs(d, &out, RL_DISPATCH_RETURNED);
+    rl__check_capacity(d);
+    return 0;
+}
+
+static bool lane_runs_tag(rl__lane *l, int64_t tag)
+{
+    uv_mutex_lock(&l->mu);
+    bool runs = l->busy && l->cur_job && l->cur_tag == tag;
+    uv_mutex_unlock(&l->mu);
+    return runs;
+}
+
+static bool tag_in_flight(rl_dispatcher_t *d, int64_t tag)
+{
+    bool runs = false;
+    pthread_rwlock_rdlock(&d->route_lock);
+    for (size_t i = 0; i < d->route.n && !runs; i++)
+        runs = lane_runs_tag(d->route.lanes[i], tag);
+    for (rl__lane *r = d->retiring; r && !runs; r = r->next_retiring)
+        runs = lane_runs_tag(r, tag);
+    pthread_rwlock_unlock(&d->route_lock);
+    return runs;
+}
+
+int rl_dispatch_wait_tag(rl_dispatcher_t *d, int64_t tag, uint64_t timeout_ms)
+{
+    if (!d)
+        return RL_EINVAL;
+    uint64_t now = uv_hrtime();
+    uint64_t deadline =
+        timeout_ms > (UINT64_MAX - now) / 1000000u ? UINT64_MAX : now + timeout_ms * 1000000u;
+    int rc = 0;
+    /* Registered before looking: a worker that finishes after the look sees a waiter. */
+    atomic_fetch_add(&d->tag_waiters, 1);
+    uv_mutex_lock(&d->wait_mu);
+    while (tag_in_flight(d, tag)) {
+        now = uv_hrtime();
+        if (now >= deadline) {
+            rc = RL_ETIMEDOUT;
+            break;
+        }
+        uv_cond_timedwait(&d->wait_cv, &d->wait_mu, deadline - now);
+    }
+    uv_mutex_unlock(&d->wait_mu);
+    atomic_fetch_sub(&d->tag_waiters, 1);
+    if (rl__on_loop_thread(d)) {
+        /* Finished jobs pushed their completion before going idle: end them now. */
+        rl__deliver_completions(d);
+        rl__check_capacity(d);
+    }
+    return rc;
+}

@@ -1,0 +1,192 @@
+/* ringlane: the ordered dispatcher (library ringlane_dispatch, on libuv).
+ *
+ * A dispatcher is attached to a caller's uv_loop_t. It has N lanes; each lane is one FIFO queue
+ * with exactly one worker thread. A job's key picks its lane through a consistent hash ring over
+ * the lane names, so jobs with the same key run strictly in submission order (one at a time),
+ * while jobs with different keys run in parallel on different lanes.
+ *
+ * Lanes can be added and removed at runtime. A change never reorders, loses or duplicates a job:
+ * jobs already queued for keys that change lane move to the new lane in their original order,
+ * and the new lane does not start a moved key until the old lane has finished that key's
+ * in-flight job. Lanes whose keys do not move keep running.
+ *
+ * Threads: rl_dispatch_try_submit, rl_dispatch_submit, rl_dispatch_wait_tag, the statistics
+ * and rl_dispatch_get_data may be called from any thread. Everything else (init, close, lane
+ * changes, rl_dispatch_take_tag) is called on the loop thread, the thread that called
+ * rl_dispatch_init; elsewhere they return RL_ESTATE. Handlers run on lane workers; every other
+ * callback runs on the loop thread.
+ *
+ * Every accepted job ends in exactly one on_done call: RL_DISPATCH_DONE (the handler returned
+ * 0), RL_DISPATCH_DEAD (dead-lettered after max_attempts failures) or RL_DISPATCH_RETURNED
+ * (handed back unprocessed: rl_dispatch_take_tag, or a close in RL_DISPATCH_STOP mode). For the
+ * jobs of one key these calls arrive in submission order, with one exception: the jobs
+ * rl_dispatch_take_tag hands back end at once, before a job of their key still in its handler.
+ */
+#ifndef RINGLANE_DISPATCHER_H
+#define RINGLANE_DISPATCHER_H
+
+#include "ringlane/common.h"
+#include "ringlane/ring.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* libuv's loop (uv_loop_t); include <uv.h> to make one. Not included here, so this header
+ * builds under any feature-test macros (uv.h needs POSIX ones). */
+struct uv_loop_s;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RL_DISPATCH_LANES_MAX 1024u /* lanes (worker threads) in one dispatcher */
+
+typedef struct rl_dispatcher rl_dispatcher_t;
+
+/* A job as the handler and the callbacks see it. The dispatcher owns the memory; it stays valid
+ * until on_done returns. The key itself is not kept: put it in `data` if the handler needs it. */
+typedef struct rl_dispatch_job {
+    void *data;        /* the caller's pointer, untouched */
+    int64_t tag;       /* the caller's small integer (a partition number, say) */
+    uint64_t hash;     /* the key's position on the ring */
+    uint64_t seq;      /* submission order, dispatcher-wide, from 0 */
+    uint32_t attempts; /* handler calls so far */
+    int status;        /* the last handler result (0 before the first call) */
+} rl_dispatch_job;
+
+/* How a job ended (the `outcome` of on_done). */
+enum rl_dispatch_outcome {
+    RL_DISPATCH_DONE = 0,    /* the handler returned 0 */
+    RL_DISPATCH_DEAD = 1,    /* max_attempts failures: dead-lettered; job->status = last error */
+    RL_DISPATCH_RETURNED = 2 /* handed back unprocessed (take_tag, or close in STOP mode) */
+};
+
+/* How rl_dispatch_close treats queued jobs. */
+enum rl_dispatch_close_mode {
+    RL_DISPATCH_DRAIN = 0, /* run everything queued (with its retries), then stop */
+    RL_DISPATCH_STOP = 1   /* finish the handler calls in progress, hand back the rest */
+};
+
+/* Runs on the lane's worker. Returns 0 for success; anything else is a failure, retried after a
+ * backoff while the lane waits (later jobs of the lane cannot overtake it). */
+typedef int (*rl_dispatch_handler_fn)(rl_dispatcher_t *d, rl_dispatch_job *job);
+/* On the loop thread, once per accepted job. */
+typedef void (*rl_dispatch_done_cb)(rl_dispatcher_t *d, rl_dispatch_job *job, int outcome);
+/* On the loop thread, after a submission was refused with RL_EAGAIN, once the lanes that were
+ * full are at most half full again (and the dispatcher at most half its max_jobs, if that was
+ * the limit). It may fire more than needed; a submission can still be refused afterwards. */
+typedef void (*rl_dispatch_capacity_cb)(rl_dispatcher_t *d);
+/* On the loop thread, when close has finished; the dispatcher is freed when it returns. */
+typedef void (*rl_dispatch_close_cb)(rl_dispatcher_t *d);
+
+typedef struct rl_dispatch_options {
+    const char *const *lanes; /* lane names (ring members, weight 1), at least one */
+    size_t lane_count;
+    const rl_ring_options *ring;         /* NULL = rl_ring_options_init() defaults */
+    rl_dispatch_handler_fn handler;      /* required */
+    rl_dispatch_done_cb on_done;         /* NULL: jobs end silently */
+    rl_dispatch_capacity_cb on_capacity; /* NULL: none */
+    void *data;                          /* the caller's, see rl_dispatch_get_data */
+    uint32_t lane_capacity;              /* jobs queued in one lane before RL_EAGAIN (1024) */
+    uint32_t max_jobs;     /* jobs held at once, queued to undelivered: the memory bound (65536) */
+    uint32_t max_attempts; /* handler calls before a job is dead-lettered (5) */
+    uint32_t backoff_ms;   /* delay before the first retry, doubled each time (10) */
+    uint32_t backoff_max_ms; /* the largest delay (1000) */
+} rl_dispatch_options;
+
+/* Fills opts with the defaults in parentheses above and everything else NULL / 0. */
+RL_EXTERN void rl_dispatch_options_init(rl_dispatch_options *opts);
+
+/* Creates a dispatcher on `loop` and starts one worker per lane. Call on the loop thread.
+ * Errors: RL_EINVAL (NULL argument, no handler, zero lanes, a zero capacity, max_attempts 0,
+ * backoff_max_ms < backoff_ms), RL_ERANGE (over RL_DISPATCH_LANES_MAX lanes), RL_ENAME,
+ * RL_EDUPNAME, RL_EPROFILE, RL_EVNODES (the ring's), RL_ENOMEM, RL_ELOOP (libuv failed). */
+RL_EXTERN int rl_dispatch_init(struct uv_loop_s *loop, const rl_dispatch_options *opts,
+                               rl_dispatcher_t **out);
+
+/* The options' data pointer (NULL for a NULL dispatcher). */
+RL_EXTERN void *rl_dispatch_get_data(const rl_dispatcher_t *d);
+
+/* Queues a job for `key` without waiting. RL_EAGAIN: the key's lane holds lane_capacity jobs,
+ * or the dispatcher holds max_jobs (see on_capacity). RL_ECLOSED after close; RL_ESTATE when
+ * there is no lane; RL_EBADKEY if the ring's profile cannot hash the key; RL_EINVAL; RL_ENOMEM.
+ * Never blocks on capacity; it only takes short locks. */
+RL_EXTERN int rl_dispatch_try_submit(rl_dispatcher_t *d, const void *key, size_t key_len,
+                                     void *data, int64_t tag);
+
+/* As rl_dispatch_try_submit, but waits up to timeout_ms (negative: no limit) for room, then
+ * RL_ETIMEDOUT. On the loop thread, and inside a handler of the same dispatcher, it never waits
+ * (it would wait for itself) and answers like rl_dispatch_try_submit. */
+RL_EXTERN int rl_dispatch_submit(rl_dispatcher_t *d, const void *key, size_t key_len, void *data,
+                                 int64_t tag, int64_t timeout_ms);
+
+/* Adds a lane and moves to it the keys the ring gives it, with their queued jobs (in order).
+ * Errors: RL_EDUPNAME, RL_ENAME, RL_ERANGE (lane limit), RL_ECLOSED, RL_ESTATE (not the loop
+ * thread), RL_ENOMEM, RL_ELOOP; on error nothing changed. */
+RL_EXTERN int rl_dispatch_add_lane(rl_dispatcher_t *d, const char *name);
+
+/* Removes a lane: its keys and queued jobs move to the lanes the ring now gives them, in order;
+ * its worker finishes its in-flight job and stops. Errors: RL_ENOENT, RL_EBUSY (the last lane
+ * while it still holds jobs: nothing changes, nothing is lost), RL_ECLOSED, RL_ESTATE,
+ * RL_ENOMEM. With the last lane gone submissions answer RL_ESTATE until a lane is added. */
+RL_EXTERN int rl_dispatch_remove_lane(rl_dispatcher_t *d, const char *name);
+
+/* Removes every job with `tag` that has not started (queued, waiting on a lane change, or
+ * waiting for a retry between attempts) and ends each with on_done(RL_DISPATCH_RETURNED) before
+ * returning, in submission order. *count (may be NULL) gets how many. Loop thread only. */
+RL_EXTERN int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count);
+
+/* Waits up to timeout_ms until no job with `tag` is in flight (in its handler, or waiting for a
+ * retry: rl_dispatch_take_tag hands those back). On the loop thread (outside on_done) it then
+ * delivers the finished jobs' on_done calls before returning 0, so every job with the tag has
+ * ended once rl_dispatch_take_tag and this have returned 0 (and no new one was submitted).
+ * RL_ETIMEDOUT otherwise (the jobs still end later, through on_done). */
+RL_EXTERN int rl_dispatch_wait_tag(rl_dispatcher_t *d, int64_t tag, uint64_t timeout_ms);
+
+/* Starts closing: new submissions get RL_ECLOSED; blocked submitters wake with RL_ECLOSED. In
+ * DRAIN mode every queued job still runs; in STOP mode only the handler calls in progress
+ * finish and the queued jobs are handed back (RL_DISPATCH_RETURNED, in submission order). When
+ * every worker has stopped and every job has ended, cb (may be NULL) runs on the loop thread
+ * and the dispatcher is freed. Errors: RL_EINVAL, RL_ESTATE, RL_ECLOSED (already closing). */
+RL_EXTERN int rl_dispatch_close(rl_dispatcher_t *d, int mode, rl_dispatch_close_cb cb);
+
+/* --- statistics: per lane, never per key --- */
+typedef struct rl_dispatch_lane_stats {
+    char name[RL_NAME_MAX + 1];
+    int retiring;           /* removed, finishing its in-flight job */
+    uint64_t depth;         /* jobs queued */
+    uint64_t parked;        /* jobs of moved keys waiting for their old lane's in-flight job */
+    uint64_t in_flight;     /* 0 or 1: a job in its handler or waiting for a retry */
+    uint64_t processed;     /* jobs ended here: done + dead-lettered */
+    uint64_t failed;        /* handler calls that failed */
+    uint64_t retried;       /* retries scheduled */
+    uint64_t dead_lettered; /* jobs dead-lettered */
+    double p50_us, p99_us;  /* submission to end of last handler call, microseconds */
+} rl_dispatch_lane_stats;
+
+typedef struct rl_dispatch_stats {
+    size_t lanes;                           /* lanes in the ring */
+    size_t retiring;                        /* removed lanes still finishing */
+    uint64_t jobs;                          /* jobs held now (towards max_jobs) */
+    uint64_t submitted;                     /* accepted */
+    uint64_t refused;                       /* RL_EAGAIN answers */
+    uint64_t done, dead_lettered, returned; /* on_done calls by outcome */
+    uint64_t lane_changes;                  /* successful add_lane / remove_lane */
+    uint64_t last_change_ns; /* how long the last change held submissions and moved keys */
+    uint64_t max_change_ns;  /* the longest such hold so far */
+} rl_dispatch_stats;
+
+/* Fills *out and up to `cap` lane entries (ring lanes in node order, then retiring lanes);
+ * *n (may be NULL) gets the number of lanes there are, which may exceed cap. */
+RL_EXTERN int rl_dispatch_stats_get(rl_dispatcher_t *d, rl_dispatch_stats *out,
+                                    rl_dispatch_lane_stats *lanes, size_t cap, size_t *n);
+
+/* The same as one JSON object, NUL-terminated, like snprintf: *len (may be NULL) gets the length
+ * the whole text needs (without the NUL); with cap too small the text is cut and RL_ERANGE is
+ * returned. */
+RL_EXTERN int rl_dispatch_stats_json(rl_dispatcher_t *d, char *buf, size_t cap, size_t *len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

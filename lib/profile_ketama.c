@@ -1,0 +1,112 @@
+/* ketama: libmemcached 1.1's weighted ketama continuum (MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED),
+ * reproduced point for point so a memcached fleet can be routed by ringlane with no extra miss.
+ *
+ * Members are named "host:port" (a name without ':' is the host on port 11211). Server i of n,
+ * of weight w in a total W, gets floor(w/W * vnodes/4 * n + 1e-10) labels, computed in single
+ * precision exactly as libmemcached does (with vnodes = 160 this gives 39, not 40, labels per
+ * server at n = 25, 47, 50, ...). Label j is "host-j" on port 11211, else "host:port-j"; its MD5
+ * digest gives four points, bytes 4a..4a+3 read little-endian. Equal points go to the server
+ * added first, as libmemcached's qsort by (value, server index) does. */
+#include "ring_internal.h"
+#include "ringlane/error.h"
+#include "ringlane/hash.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define KETAMA_DEFAULT_PORT 11211u
+
+/* Splits a member name at its last ':' into host and port. A name with no ':' is a host on
+ * the default port; a port must be 1..65535 in decimal, and the host may not be empty. */
+static int split_host_port(const rl__node *n, size_t *host_len, unsigned *port)
+{
+    const char *colon = strrchr(n->name, ':');
+    if (!colon) {
+        *host_len = n->name_len;
+        *port = KETAMA_DEFAULT_PORT;
+        return 0;
+    }
+    const char *digits = colon + 1;
+    size_t nd = strlen(digits);
+    if (colon == n->name || nd == 0 || nd > 5)
+        return RL_ENAME;
+    unsigned v = 0;
+    for (size_t i = 0; i < nd; i++) {
+        if (digits[i] < '0' || digits[i] > '9')
+            return RL_ENAME;
+        v = v * 10 + (unsigned)(digits[i] - '0');
+    }
+    if (v < 1 || v > 65535)
+        return RL_ENAME;
+    *host_len = (size_t)(colon - n->name);
+    *port = v;
+    return 0;
+}
+
+/* Labels (each worth four points) of a server: single-precision float, one operation at a time
+ * in libmemcached's order, so that the rounding is the same. */
+static uint32_t labels_of(uint32_t weight, uint64_t total_weight, size_t servers, uint32_t vnodes)
+{
+    float pct = (float)weight / (float)total_weight;
+    float x = pct * (float)vnodes;
+    x = x / 4.0f;
+    x = x * (float)servers;
+    x = x + 0.0000000001f;
+    return (uint32_t)floorf(x);
+}
+
+static int emit_ketama(const rl_ring_t *r, rl__points *out)
+{
+    if (r->hash)
+        return RL_ENOTSUP; /* four points per MD5 digest: a caller's hash cannot stand in */
+    uint64_t total_weight = 0;
+    for (size_t n = 0; n < r->n_nodes; n++)
+        total_weight += r->nodes[n].weight;
+
+    char label[RL_NAME_MAX + 32];
+    for (uint32_t n = 0; n < r->n_nodes; n++) {
+        size_t host_len;
+        unsigned port;
+        int rc = split_host_port(&r->nodes[n], &host_len, &port);
+        if (rc)
+            return rc;
+        uint32_t labels = labels_of(r->nodes[n].weight, total_weight, r->n_nodes, r->vnodes);
+        for (uint32_t j = 0; j < labels; j++) {
+            int len =
+                port == KETAMA_DEFAULT_PORT
+                    ? snprintf(label, sizeof label, "%.*s-%u", (int)host_len, r->nodes[n].name, j)
+                    : snprintf(label, sizeof label, "%.*s:%u-%u", (int)host_len, r->nodes[n].name,
+                               port, j);
+            unsigned char digest[16];
+            rl__md5(label, (size_t)len, digest);
+            for (uint32_t a = 0; a < 4; a++)
+                if ((rc = rl__points_push(out, rl__le32(digest + 4 * a), n, j * 4 + a)))
+                    return rc;
+        }
+    }
+    return 0;
+}
+
+static uint64_t label_md5(const void *d, size_t n)
+{
+    return rl_md5_32(d, n);
+}
+
+const rl__profile rl__profile_ketama = {
+    .info = {.name = "ketama",
+             .hash = "MD5 (libmd): keys by the first 4 digest bytes, little-endian",
+             .labels = "host-<j> on port 11211, else host:port-<j>; 4 points per label MD5; "
+                       "floor(w/W * vnodes/4 * n + 1e-10f) labels (float); vnodes 160",
+             .rule = "first point >= hash, wrap; ties to the server added first",
+             .compatible = "libmemcached 1.1 weighted ketama (MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED); "
+                           "members are host:port, no port = 11211",
+             .default_vnodes = 160,
+             .bits = 32,
+             .max_vnodes = RL_VNODES_MAX,
+             .kind = "ring"},
+    .successor = RL__SUCC_GE,
+    .tie = RL__TIE_ORDER,
+    .label_hash = label_md5,
+    .emit = emit_ketama,
+};

@@ -1,0 +1,162 @@
+/* Partitioner options: defaults, checks, and the text properties the plugin accepts. */
+#include "partitioner_internal.h"
+#include "ringlane/error.h"
+#include "ringlane/profile.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void rl_kafka_partitioner_options_init(rl_kafka_partitioner_options *opts)
+{
+    if (!opts)
+        return;
+    opts->profile = NULL;
+    opts->vnodes = RL_VNODES_PROFILE;
+    opts->null_key = RL_KAFKA_NULL_KEY_RANDOM;
+    opts->null_key_partition = 0;
+    opts->skip_unavailable = 0;
+}
+
+int rl__kafka_options_check(const rl_kafka_partitioner_options *opts,
+                            rl_kafka_partitioner_options *out)
+{
+    rl_kafka_partitioner_options o;
+    if (opts)
+        o = *opts;
+    else
+        rl_kafka_partitioner_options_init(&o);
+    const rl_profile_info *info = rl_profile_find(o.profile ? o.profile : "default");
+    if (!info)
+        return RL_EPROFILE;
+    o.profile = info->name;
+    if (o.vnodes != RL_VNODES_PROFILE && (o.vnodes < 1 || o.vnodes > RL_VNODES_MAX))
+        return RL_EVNODES;
+    if (o.null_key != RL_KAFKA_NULL_KEY_RANDOM && o.null_key != RL_KAFKA_NULL_KEY_FIXED)
+        return RL_EINVAL;
+    if (o.null_key == RL_KAFKA_NULL_KEY_FIXED &&
+        (o.null_key_partition < 0 || o.null_key_partition > RL_KAFKA_PARTITION_MAX))
+        return RL_ERANGE;
+    o.skip_unavailable = o.skip_unavailable != 0;
+    *out = o;
+    return 0;
+}
+
+static void say(char *errstr, size_t errstr_size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void say(char *errstr, size_t errstr_size, const char *fmt, ...)
+{
+    if (!errstr || errstr_size == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(errstr, errstr_size, fmt, ap);
+    va_end(ap);
+}
+
+/* A decimal integer in [min, max] with nothing around it. */
+static int parse_uint(const char *s, unsigned long long min, unsigned long long max,
+                      unsigned long long *out)
+{
+    if (!s || !*s)
+        return -1;
+    unsigned long long v = 0;
+    for (const char *c = s; *c; c++) {
+        if (*c < '0' || *c > '9')
+            return -1;
+        v = v * 10 + (unsigned long long)(*c - '0');
+        if (v > max)
+            return -1;
+    }
+    if (v < min)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* "default, ds09, ..." into buf. */
+static const char *profile_names(char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < rl_profile_count() && used < size; i++) {
+        int n = snprintf(buf + used, size - used, "%s%s", i ? ", " : "", rl_profile_at(i)->name);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+    return buf;
+}
+
+int rl_kafka_partitioner_option_set(rl_kafka_partitioner_options *opts, const char *name,
+                                    const char *value, char *errstr, size_t errstr_size)
+{
+    if (!opts || !name) {
+        say(errstr, errstr_size, "ringlane: no option given");
+        return RL_EINVAL;
+    }
+    const char *key = strncmp(name, "ringlane.", 9) == 0 ? name + 9 : name;
+    rl_kafka_partitioner_options defaults;
+    rl_kafka_partitioner_options_init(&defaults);
+    unsigned long long v;
+
+    if (strcmp(key, "profile") == 0) {
+        const rl_profile_info *info = value ? rl_profile_find(value) : NULL;
+        if (value && !info) {
+            char names[256];
+            say(errstr, errstr_size, "%s: unknown profile \"%s\" (valid: %s)", name, value,
+                profile_names(names, sizeof names));
+            return RL_EPROFILE;
+        }
+        opts->profile = info ? info->name : defaults.profile;
+        return 0;
+    }
+    if (strcmp(key, "vnodes") == 0) {
+        if (!value) {
+            opts->vnodes = defaults.vnodes;
+            return 0;
+        }
+        if (parse_uint(value, 1, RL_VNODES_MAX, &v) != 0) {
+            say(errstr, errstr_size,
+                "%s: expected an integer 1..%u (vnodes per partition), got \"%s\"", name,
+                RL_VNODES_MAX, value);
+            return RL_ERANGE;
+        }
+        opts->vnodes = (uint32_t)v;
+        return 0;
+    }
+    if (strcmp(key, "null.key") == 0) {
+        if (!value || strcmp(value, "random") == 0) {
+            opts->null_key = RL_KAFKA_NULL_KEY_RANDOM;
+            opts->null_key_partition = 0;
+            return 0;
+        }
+        if (parse_uint(value, 0, RL_KAFKA_PARTITION_MAX, &v) != 0) {
+            say(errstr, errstr_size,
+                "%s: expected \"random\" or a partition number 0..%d, got \"%s\"", name,
+                RL_KAFKA_PARTITION_MAX, value);
+            return RL_ERANGE;
+        }
+        opts->null_key = RL_KAFKA_NULL_KEY_FIXED;
+        opts->null_key_partition = (int32_t)v;
+        return 0;
+    }
+    if (strcmp(key, "skip.unavailable") == 0) {
+        if (!value || strcmp(value, "false") == 0 || strcmp(value, "0") == 0) {
+            opts->skip_unavailable = 0;
+            return 0;
+        }
+        if (strcmp(value, "true") == 0 || strcmp(value, "1") == 0) {
+            opts->skip_unavailable = 1;
+            return 0;
+        }
+        say(errstr, errstr_size, "%s: expected true or false, got \"%s\"", name, value);
+        return RL_ERANGE;
+    }
+    say(errstr, errstr_size,
+        "%s: unknown ringlane property (known: ringlane.profile, ringlane.vnodes, "
+        "ringlane.null.key, ringlane.skip.unavailable, ringlane.topics)",
+        name);
+    return RL_EINVAL;
+}

@@ -1,0 +1,31 @@
+/* Internals of the Kafka partitioner layer. Not installed. */
+#ifndef RINGLANE_PARTITIONER_INTERNAL_H
+#define RINGLANE_PARTITIONER_INTERNAL_H
+
+#include "ring_cache.h"
+#include "ringlane/partitioner.h"
+
+#include <stdatomic.h>
+
+struct rl_kafka_partitioner {
+    /* Fixed before the first callback (at rl_kafka_partitioner_new, or by the plugin while the
+     * configuration is being set, before rd_kafka_new starts any thread), read-only after. */
+    rl_kafka_partitioner_options opts; /* opts.profile is the profile's static name */
+
+    rl__ring_cache rings;
+    _Atomic uint64_t rand_state; /* SplitMix64 counter for random NULL-key partitions */
+    _Atomic uint64_t null_keys;
+    _Atomic uint64_t skipped;
+    _Atomic uint64_t fallbacks;
+};
+
+/* Checks opts and writes the normalised copy (profile resolved to its static name). */
+int rl__kafka_options_check(const rl_kafka_partitioner_options *opts,
+                            rl_kafka_partitioner_options *out);
+
+/* Replaces the options of a partitioner that has built no ring yet (the plugin applies its
+ * properties one by one). RL_ESTATE once a ring exists, or the check's error. */
+int rl__kafka_partitioner_reconfigure(rl_kafka_partitioner_t *p,
+                                      const rl_kafka_partitioner_options *opts);
+
+#endif

@@ -1,0 +1,1021 @@
+/* The dispatcher's API: arguments, backpressure, retries, dead letters, revoking a tag, lane
+ * changes with fences, the last lane, both close modes, statistics. Every wait here waits for
+ * an event (a gate, a callback); nothing passes or fails on time. */
+#define _POSIX_C_SOURCE 200809L
+#include "dispatch_util.h"
+
+#include "../dispatcher/dispatch_internal.h" /* the route table, checked against the ring */
+
+#define MAXJ 4096
+
+typedef struct rec {
+    char key[32];
+    int64_t tag;
+    bool gated;     /* waits at the gate in its handler */
+    int fail_times; /* fails this many calls, then succeeds */
+} rec;
+
+typedef struct ctx {
+    uv_loop_t loop;
+    rl_dispatcher_t *d;
+    gate g;
+    rec recs[MAXJ];
+    int nrec;
+    /* handler calls, in order (worker threads) */
+    uv_mutex_t log_mu;
+    int calls[MAXJ * 4];
+    int ncalls;
+    /* on_done calls, in order (loop thread) */
+    int done[MAXJ];
+    int outcome[MAXJ];
+    uint32_t attempts[MAXJ];
+    int status[MAXJ];
+    int ndone;
+    int capacity_calls;
+    int closed;
+} ctx;
+
+static int handler(rl_dispatcher_t *d, rl_dispatch_job *job)
+{
+    ctx *c = rl_dispatch_get_data(d);
+    rec *r = job->data;
+    int i = (int)(r - c->recs);
+    if (r->gated)
+        gate_pass(&c->g);
+    uv_mutex_lock(&c->log_mu);
+    c->calls[c->ncalls++] = i;
+    uv_mutex_unlock(&c->log_mu);
+    return (int)job->attempts < r->fail_times ? -100 - (int)job->attempts : 0;
+}
+
+static void on_done(rl_dispatcher_t *d, rl_dispatch_job *job, int outcome)
+{
+    ctx *c = rl_dispatch_get_data(d);
+    int i = (int)((rec *)job->data - c->recs);
+    c->done[c->ndone] = i;
+    c->outcome[c->ndone] = outcome;
+    c->attempts[c->ndone] = job->attempts;
+    c->status[c->ndone] = job->status;
+    c->ndone++;
+}
+
+static void on_capacity(rl_dispatcher_t *d)
+{
+    ctx *c = rl_dispatch_get_data(d);
+    c->capacity_calls++;
+}
+
+static void on_closed(rl_dispatcher_t *d)
+{
+    ctx *c = rl_dispatch_get_data(d);
+    c->closed++;
+}
+
+static ctx *ctx_new(void)
+{
+    ctx *c = calloc(1, sizeof *c);
+    assert_non_null(c);
+    assert_int_equal(uv_loop_init(&c->loop), 0);
+    gate_init(&c->g, true);
+    assert_int_equal(uv_mutex_init(&c->log_mu), 0);
+    return c;
+}
+
+static void opts_for(ctx *c, rl_dispatch_options *o, const char *const *lanes, size_t n)
+{
+    rl_dispatch_options_init(o);
+    o->lanes = lanes;
+    o->lane_count = n;
+    o->handler = handler;
+    o->on_done = on_done;
+    o->on_capacity = on_capacity;
+    o->data = c;
+    o->backoff_ms = 1;
+    o->backoff_max_ms = 4;
+}
+
+static void start(ctx *c, rl_dispatch_options *o)
+{
+    assert_rl_ok(rl_dispatch_init(&c->loop, o, &c->d));
+}
+
+/* Closes the dispatcher, runs the loop until it is gone, frees the context. */
+static void finish(ctx *c, int mode)
+{
+    assert_rl_ok(rl_dispatch_close(c->d, mode, on_closed));
+    assert_int_equal(uv_run(&c->loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(c->closed, 1);
+    assert_int_equal(uv_loop_close(&c->loop), 0);
+}
+
+static void ctx_free(ctx *c)
+{
+    gate_destroy(&c->g);
+    uv_mutex_destroy(&c->log_mu);
+    free(c);
+}
+
+static rec *new_rec(ctx *c, const char *key, int64_t tag)
+{
+    rec *r = &c->recs[c->nrec++];
+    snprintf(r->key, sizeof r->key, "%s", key);
+    r->tag = tag;
+    return r;
+}
+
+static int submit(ctx *c, rec *r)
+{
+    return rl_dispatch_try_submit(c->d, r->key, strlen(r->key), r, r->tag);
+}
+
+/* Runs the loop until `n` jobs have ended. */
+static void run_until_done(ctx *c, int n)
+{
+    while (c->ndone < n)
+        uv_run(&c->loop, UV_RUN_ONCE);
+}
+
+/* A key that `from` owns among `before` and `to` owns among `after`. */
+static void key_moving(const char *const *before, size_t nb, const char *const *after, size_t na,
+                       const char *from, const char *to, char *out, size_t cap)
+{
+    rl_ring_t *rb = test_ring("default", 160, before, nb);
+    rl_ring_t *ra = test_ring("default", 160, after, na);
+    for (int i = 0; i < 100000; i++) {
+        snprintf(out, cap, "key-%d", i);
+        if (strcmp(test_owner(rb, out), from) == 0 && strcmp(test_owner(ra, out), to) == 0) {
+            rl_ring_free(rb);
+            rl_ring_free(ra);
+            return;
+        }
+    }
+    fail_msg("no key moves from %s to %s", from, to);
+}
+
+static const char *const AB[] = {"a", "b"};
+static const char *const A[] = {"a"};
+
+/* --- arguments --- */
+
+static int noop_handler(rl_dispatcher_t *d, rl_dispatch_job *job)
+{
+    (void)d;
+    (void)job;
+    return 0;
+}
+
+static void *add_lane_thread_rc;
+static void add_lane_from_thread(void *arg)
+{
+    add_lane_thread_rc = (void *)(intptr_t)rl_dispatch_add_lane(arg, "x");
+}
+
+static void test_bad_arguments(void **state)
+{
+    (void)state;
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    rl_dispatcher_t *d = (void *)1;
+    rl_dispatch_options o;
+    rl_dispatch_options_init(&o);
+    o.handler = noop_handler;
+    o.lanes = AB;
+    o.lane_count = 0;
+    assert_int_equal(rl_dispatch_init(&loop, &o, &d), RL_EINVAL); /* zero lanes */
+    assert_null(d);
+    o.lane_count = 2;
+    assert_int_equal(rl_dispatch_init(NULL, &o, &d), RL_EINVAL);
+    assert_int_equal(rl_dispatch_init(&loop, NULL, &d), RL_EINVAL);
+    assert_int_equal(rl_dispatch_init(&loop, &o, NULL), RL_EINVAL);
+    o.handler = NULL;
+    assert_int_equal(rl_dispatch_init(&loop, &o, &d), RL_EINVAL);
+    o.handler = noop_handler;
+    o.lane_capacity = 0;
+    assert_int_equal(rl_dispatch_init(&loop, &o, &d), RL_EINVAL);
+    o.lane_capacity = 8;
+    o.max_attempts = 0;
+    assert_int_equal(rl_dispatch_init(&loop, &o, &d), RL_EINVAL);
+    o.max_attempts = 3;
+    o.backoff_ms = 10;
+    o.backoff_max_ms = 5;
+    assert_int_equal(rl_dispatch_init(&loop, &o, &d), RL_EINVAL);
+    o.backoff_max_ms = 10;
+    const char *dup[] = {"a", "b", "a"};
+    o.lanes = dup;
+    o.lane_count = 3;
+    assert_int_equal(rl_dispatch_init(&loop, &o, &d), RL_EDUPNAME);
+    const char *empty[] = {"a", ""};
+    o.lanes = empty;
+    o.lane_count = 2;
+    assert_int_equal(rl_dispatch_init(&loop, &o, &d), RL_ENAME);
+    o.lanes = AB;
+    o.lane_count = RL_DISPATCH_LANES_MAX + 1;
+    assert_int_equal(rl_dispatch_init(&loop, &o, &d), RL_ERANGE);
+    rl_ring_options ro;
+    rl_ring_options_init(&ro);
+    ro.profile = "no-such-profile";
+    o.ring = &ro;
+    o.lane_count = 2;
+    assert_int_equal(rl_dispatch_init(&loop, &o, &d), RL_EPROFILE);
+    o.ring = NULL;
+
+    assert_rl_ok(rl_dispatch_init(&loop, &o, &d));
+    assert_int_equal(rl_dispatch_add_lane(d, "a"), RL_EDUPNAME);
+    assert_int_equal(rl_dispatch_add_lane(d, ""), RL_ENAME);
+    assert_int_equal(rl_dispatch_add_lane(d, NULL), RL_EINVAL);
+    assert_int_equal(rl_dispatch_add_lane(NULL, "c"), RL_EINVAL);
+    assert_int_equal(rl_dispatch_remove_lane(d, "zz"), RL_ENOENT);
+    assert_int_equal(rl_dispatch_try_submit(d, NULL, 3, NULL, 0), RL_EINVAL);
+    assert_int_equal(rl_dispatch_try_submit(NULL, "k", 1, NULL, 0), RL_EINVAL);
+    assert_int_equal(rl_dispatch_submit(NULL, "k", 1, NULL, 0, 0), RL_EINVAL);
+    assert_int_equal(rl_dispatch_take_tag(NULL, 1, NULL), RL_EINVAL);
+    assert_int_equal(rl_dispatch_wait_tag(NULL, 1, 0), RL_EINVAL);
+    assert_int_equal(rl_dispatch_stats_get(d, NULL, NULL, 0, NULL), RL_EINVAL);
+    rl_dispatch_stats s;
+    assert_int_equal(rl_dispatch_stats_get(d, &s, NULL, 2, NULL), RL_EINVAL);
+    assert_int_equal(rl_dispatch_stats_json(d, NULL, 5, NULL), RL_EINVAL);
+    assert_int_equal(rl_dispatch_close(d, 7, NULL), RL_EINVAL);
+    assert_null(rl_dispatch_get_data(NULL));
+
+    /* Loop-thread-only calls from another thread. */
+    uv_thread_t t;
+    assert_int_equal(uv_thread_create(&t, add_lane_from_thread, d), 0);
+    uv_thread_join(&t);
+    assert_int_equal((int)(intptr_t)add_lane_thread_rc, RL_ESTATE);
+
+    /* An empty key is a key like any other. */
+    assert_rl_ok(rl_dispatch_try_submit(d, NULL, 0, NULL, 0));
+    assert_rl_ok(rl_dispatch_close(d, RL_DISPATCH_DRAIN, NULL));
+    assert_int_equal(rl_dispatch_close(d, RL_DISPATCH_DRAIN, NULL), RL_ECLOSED);
+    assert_int_equal(rl_dispatch_try_submit(d, "k", 1, NULL, 0), RL_ECLOSED);
+    assert_int_equal(rl_dispatch_add_lane(d, "c"), RL_ECLOSED);
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* --- order on a fixed set of lanes --- */
+
+static void test_order_per_key(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, AB, 2);
+    start(c, &o);
+    enum { KEYS = 20, PER = 50 };
+    for (int s = 0; s < PER; s++) {
+        for (int k = 0; k < KEYS; k++) {
+            char key[16];
+            snprintf(key, sizeof key, "k%d", k);
+            assert_rl_ok(submit(c, new_rec(c, key, k)));
+        }
+    }
+    run_until_done(c, KEYS * PER);
+    /* Record i is key i % KEYS, sequence i / KEYS: every key's calls and ends rise by KEYS. */
+    int last_call[KEYS], last_done[KEYS];
+    for (int k = 0; k < KEYS; k++)
+        last_call[k] = last_done[k] = k - KEYS;
+    for (int n = 0; n < c->ncalls; n++) {
+        int i = c->calls[n];
+        assert_int_equal(i, last_call[i % KEYS] + KEYS);
+        last_call[i % KEYS] = i;
+    }
+    for (int n = 0; n < c->ndone; n++) {
+        int i = c->done[n];
+        assert_int_equal(c->outcome[n], RL_DISPATCH_DONE);
+        assert_int_equal(i, last_done[i % KEYS] + KEYS);
+        last_done[i % KEYS] = i;
+    }
+    assert_int_equal(c->ncalls, KEYS * PER);
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+}
+
+/* --- backpressure --- */
+
+typedef struct blocked_submit {
+    ctx *c;
+    rec *r;
+    int64_t timeout_ms;
+    int rc;
+} blocked_submit;
+
+static void blocked_submit_thread(void *arg)
+{
+    blocked_submit *b = arg;
+    b->rc =
+        rl_dispatch_submit(b->c->d, b->r->key, strlen(b->r->key), b->r, b->r->tag, b->timeout_ms);
+}
+
+static void test_backpressure(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, A, 1);
+    o.lane_capacity = 4;
+    start(c, &o);
+    gate_set(&c->g, false);
+    rec *first = new_rec(c, "k", 0);
+    first->gated = true;
+    assert_rl_ok(submit(c, first));
+    gate_wait_arrived(&c->g, 1); /* in its handler: the queue is empty again */
+    for (int i = 0; i < 4; i++)
+        assert_rl_ok(submit(c, new_rec(c, "k", 0)));
+    rec *extra = new_rec(c, "k", 0);
+    assert_int_equal(submit(c, extra), RL_EAGAIN);
+    /* The waiting submit does not wait on the loop thread. */
+    assert_int_equal(rl_dispatch_submit(c->d, "k", 1, extra, 0, -1), RL_EAGAIN);
+    /* On another thread it waits, and gives up when the time is out (the gate stays shut). */
+    blocked_submit b = {c, extra, 20, 0};
+    uv_thread_t t;
+    assert_int_equal(uv_thread_create(&t, blocked_submit_thread, &b), 0);
+    uv_thread_join(&t);
+    assert_int_equal(b.rc, RL_ETIMEDOUT);
+
+    rl_dispatch_stats s;
+    rl_dispatch_lane_stats ls[1];
+    size_t n;
+    assert_rl_ok(rl_dispatch_stats_get(c->d, &s, ls, 1, &n));
+    assert_int_equal(n, 1);
+    assert_int_equal(ls[0].depth, 4);
+    assert_int_equal(ls[0].in_flight, 1);
+    assert_true(s.refused >= 3);
+    assert_int_equal(s.jobs, 5);
+
+    /* A waiting submitter gets in once the lane moves. */
+    blocked_submit b2 = {c, extra, -1, 1};
+    assert_int_equal(uv_thread_create(&t, blocked_submit_thread, &b2), 0);
+    assert_int_equal(c->capacity_calls, 0);
+    gate_set(&c->g, true);
+    uv_thread_join(&t);
+    assert_int_equal(b2.rc, 0);
+    run_until_done(c, 6);
+    assert_true(c->capacity_calls >= 1); /* the lane that was full has room again */
+    assert_rl_ok(submit(c, new_rec(c, "k", 0)));
+    run_until_done(c, 7);
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+}
+
+static void test_max_jobs(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, AB, 2);
+    o.max_jobs = 3;
+    start(c, &o);
+    gate_set(&c->g, false);
+    for (int i = 0; i < 3; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "k%d", i);
+        rec *r = new_rec(c, key, 0);
+        r->gated = true;
+        assert_rl_ok(submit(c, r));
+    }
+    assert_int_equal(submit(c, new_rec(c, "other", 0)), RL_EAGAIN);
+    gate_set(&c->g, true);
+    run_until_done(c, 3);
+    assert_int_equal(c->capacity_calls, 1);
+    assert_rl_ok(submit(c, &c->recs[3]));
+    run_until_done(c, 4);
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+}
+
+/* A handler that submits to its own full lane gets RL_EAGAIN instead of waiting for itself. */
+static int self_submit_rc[2];
+static int self_submitting_handler(rl_dispatcher_t *d, rl_dispatch_job *job)
+{
+    ctx *c = rl_dispatch_get_data(d);
+    rec *r = job->data;
+    if (r == &c->recs[0]) {
+        /* The lane holds nothing now; the first fills it (capacity 1), the second would wait. */
+        self_submit_rc[0] = rl_dispatch_submit(d, "k", 1, &c->recs[1], 0, -1);
+        self_submit_rc[1] = rl_dispatch_submit(d, "k", 1, &c->recs[2], 0, -1);
+    }
+    return 0;
+}
+
+static void test_submit_from_handler(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, A, 1);
+    o.lane_capacity = 1;
+    o.handler = self_submitting_handler;
+    start(c, &o);
+    for (int i = 0; i < 3; i++)
+        new_rec(c, "k", 0);
+    assert_rl_ok(submit(c, &c->recs[0]));
+    run_until_done(c, 2);
+    assert_int_equal(self_submit_rc[0], 0);
+    assert_int_equal(self_submit_rc[1], RL_EAGAIN);
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+}
+
+/* A submitter waiting for room is woken by the close and told so. */
+static void test_close_wakes_waiting_submitter(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, A, 1);
+    o.lane_capacity = 1;
+    start(c, &o);
+    gate_set(&c->g, false);
+    rec *first = new_rec(c, "k", 0);
+    first->gated = true;
+    assert_rl_ok(submit(c, first));
+    gate_wait_arrived(&c->g, 1);
+    assert_rl_ok(submit(c, new_rec(c, "k", 0))); /* the lane is full now */
+    blocked_submit b = {c, new_rec(c, "k", 0), -1, 1};
+    uv_thread_t t;
+    assert_int_equal(uv_thread_create(&t, blocked_submit_thread, &b), 0);
+    for (;;) { /* until the thread has been refused at least once */
+        rl_dispatch_stats s;
+        assert_rl_ok(rl_dispatch_stats_get(c->d, &s, NULL, 0, NULL));
+        if (s.refused > 0)
+            break;
+        uv_sleep(1);
+    }
+    assert_rl_ok(rl_dispatch_close(c->d, RL_DISPATCH_STOP, on_closed));
+    uv_thread_join(&t);
+    assert_int_equal(b.rc, RL_ECLOSED);
+    gate_set(&c->g, true);
+    assert_int_equal(uv_run(&c->loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(c->ndone, 2); /* the first done, the queued one handed back */
+    assert_int_equal(c->outcome[0], RL_DISPATCH_DONE);
+    assert_int_equal(c->outcome[1], RL_DISPATCH_RETURNED);
+    assert_int_equal(uv_loop_close(&c->loop), 0);
+    ctx_free(c);
+}
+
+/* --- failures --- */
+
+static void test_retry_in_place(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, A, 1);
+    o.max_attempts = 5;
+    start(c, &o);
+    rec *r0 = new_rec(c, "k", 0);
+    r0->fail_times = 2;
+    assert_rl_ok(submit(c, r0));
+    assert_rl_ok(submit(c, new_rec(c, "k", 0)));
+    assert_rl_ok(submit(c, new_rec(c, "other", 0))); /* same lane: it waits too */
+    run_until_done(c, 3);
+    /* Calls: r0, r0, r0 (success), then the others: nothing overtook the failing job. */
+    assert_int_equal(c->ncalls, 5);
+    int want[] = {0, 0, 0, 1, 2};
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(c->calls[i], want[i]);
+    assert_int_equal(c->done[0], 0);
+    assert_int_equal(c->outcome[0], RL_DISPATCH_DONE);
+    assert_int_equal(c->attempts[0], 3);
+    rl_dispatch_lane_stats ls;
+    rl_dispatch_stats s;
+    assert_rl_ok(rl_dispatch_stats_get(c->d, &s, &ls, 1, NULL));
+    assert_int_equal(ls.failed, 2);
+    assert_int_equal(ls.retried, 2);
+    assert_int_equal(ls.processed, 3);
+    assert_int_equal(ls.dead_lettered, 0);
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+}
+
+static void test_dead_letter(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, A, 1);
+    o.max_attempts = 3;
+    start(c, &o);
+    rec *bad = new_rec(c, "k", 0);
+    bad->fail_times = 1000;
+    assert_rl_ok(submit(c, bad));
+    assert_rl_ok(submit(c, new_rec(c, "k", 0)));
+    run_until_done(c, 2);
+    assert_int_equal(c->done[0], 0);
+    assert_int_equal(c->outcome[0], RL_DISPATCH_DEAD);
+    assert_int_equal(c->attempts[0], 3);
+    assert_int_equal(c->status[0], -102); /* the last call's error */
+    assert_int_equal(c->done[1], 1);
+    assert_int_equal(c->outcome[1], RL_DISPATCH_DONE);
+    rl_dispatch_lane_stats ls;
+    rl_dispatch_stats s;
+    assert_rl_ok(rl_dispatch_stats_get(c->d, &s, &ls, 1, NULL));
+    assert_int_equal(ls.dead_lettered, 1);
+    assert_int_equal(ls.failed, 3);
+    assert_int_equal(ls.retried, 2);
+    assert_int_equal(s.dead_lettered, 1);
+    assert_int_equal(s.done, 1);
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+}
+
+/* --- close --- */
+
+static void test_close_drain(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, AB, 2);
+    start(c, &o);
+    gate_set(&c->g, false);
+    for (int i = 0; i < 100; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "k%d", i % 7);
+        rec *r = new_rec(c, key, 0);
+        r->gated = true;
+        r->fail_times = i % 10 == 0 ? 1 : 0;
+        assert_rl_ok(submit(c, r));
+    }
+    assert_rl_ok(rl_dispatch_close(c->d, RL_DISPATCH_DRAIN, on_closed));
+    assert_int_equal(submit(c, new_rec(c, "late", 0)), RL_ECLOSED);
+    gate_set(&c->g, true);
+    assert_int_equal(uv_run(&c->loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(c->closed, 1);
+    assert_int_equal(c->ndone, 100);
+    for (int n = 0; n < 100; n++)
+        assert_int_equal(c->outcome[n], RL_DISPATCH_DONE);
+    assert_int_equal(uv_loop_close(&c->loop), 0);
+    ctx_free(c);
+}
+
+static void test_close_stop(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, A, 1);
+    o.backoff_ms = o.backoff_max_ms = 60000; /* a retry that would wait a minute */
+    start(c, &o);
+    gate_set(&c->g, false);
+    rec *first = new_rec(c, "k", 0);
+    first->gated = true;
+    assert_rl_ok(submit(c, first));
+    for (int i = 1; i < 50; i++)
+        assert_rl_ok(submit(c, new_rec(c, i % 2 ? "k" : "j", 0)));
+    gate_wait_arrived(&c->g, 1);
+    assert_rl_ok(rl_dispatch_close(c->d, RL_DISPATCH_STOP, on_closed));
+    gate_set(&c->g, true);
+    assert_int_equal(uv_run(&c->loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(c->closed, 1);
+    /* The job in its handler finished; the 49 queued came back, in submission order. */
+    assert_int_equal(c->ndone, 50);
+    assert_int_equal(c->done[0], 0);
+    assert_int_equal(c->outcome[0], RL_DISPATCH_DONE);
+    for (int n = 1; n < 50; n++) {
+        assert_int_equal(c->done[n], n);
+        assert_int_equal(c->outcome[n], RL_DISPATCH_RETURNED);
+        assert_int_equal(c->attempts[n], 0);
+    }
+    assert_int_equal(c->ncalls, 1);
+    assert_int_equal(uv_loop_close(&c->loop), 0);
+    ctx_free(c);
+
+    /* A job waiting a minute for its retry comes back at once, before the jobs behind it. */
+    c = ctx_new();
+    opts_for(c, &o, A, 1);
+    o.backoff_ms = o.backoff_max_ms = 60000;
+    start(c, &o);
+    gate_set(&c->g, false);
+    rec *failing = new_rec(c, "k", 0);
+    failing->fail_times = 1;
+    assert_rl_ok(submit(c, failing));
+    rec *second = new_rec(c, "k", 0);
+    second->gated = true;
+    assert_rl_ok(submit(c, second));
+    /* Wait for the retry to be scheduled. */
+    for (;;) {
+        rl_dispatch_lane_stats ls;
+        rl_dispatch_stats s;
+        assert_rl_ok(rl_dispatch_stats_get(c->d, &s, &ls, 1, NULL));
+        if (ls.retried == 1)
+            break;
+        uv_sleep(1);
+    }
+    assert_rl_ok(rl_dispatch_close(c->d, RL_DISPATCH_STOP, on_closed));
+    assert_int_equal(uv_run(&c->loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(c->ndone, 2);
+    assert_int_equal(c->done[0], 0);
+    assert_int_equal(c->outcome[0], RL_DISPATCH_RETURNED);
+    assert_int_equal(c->attempts[0], 1);
+    assert_int_equal(c->done[1], 1);
+    assert_int_equal(c->outcome[1], RL_DISPATCH_RETURNED);
+    assert_int_equal(uv_loop_close(&c->loop), 0);
+    ctx_free(c);
+}
+
+/* --- revoking a tag --- */
+
+static void test_take_and_wait_tag(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, A, 1);
+    start(c, &o);
+    gate_set(&c->g, false);
+    rec *first = new_rec(c, "k", 1);
+    first->gated = true;
+    assert_rl_ok(submit(c, first));
+    gate_wait_arrived(&c->g, 1);
+    for (int i = 1; i < 40; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "k%d", i % 5);
+        rec *r = new_rec(c, i % 5 ? key : "k", i % 3 == 0 ? 2 : 1);
+        r->gated = true;
+        assert_rl_ok(submit(c, r));
+    }
+    size_t n = 0;
+    assert_rl_ok(rl_dispatch_take_tag(c->d, 2, &n));
+    assert_int_equal(n, 13); /* i = 3, 6, ..., 39 */
+    assert_int_equal(c->ndone, 13);
+    for (int k = 0; k < 13; k++) {
+        assert_int_equal(c->done[k], 3 * (k + 1)); /* submission order */
+        assert_int_equal(c->outcome[k], RL_DISPATCH_RETURNED);
+    }
+    assert_rl_ok(rl_dispatch_take_tag(c->d, 2, &n));
+    assert_int_equal(n, 0);
+    /* Tag 1: the queued ones come back, the one in its handler is waited for. */
+    assert_rl_ok(rl_dispatch_take_tag(c->d, 1, &n));
+    assert_int_equal(n, 26);
+    assert_int_equal(c->ndone, 39);
+    assert_int_equal(rl_dispatch_wait_tag(c->d, 1, 10), RL_ETIMEDOUT);
+    assert_rl_ok(rl_dispatch_wait_tag(c->d, 2, 0)); /* nothing of tag 2 runs */
+    gate_set(&c->g, true);
+    assert_rl_ok(rl_dispatch_wait_tag(c->d, 1, 60000));
+    /* Ended before wait_tag returned. */
+    assert_int_equal(c->ndone, 40);
+    assert_int_equal(c->done[39], 0);
+    assert_int_equal(c->outcome[39], RL_DISPATCH_DONE);
+    rl_dispatch_stats s;
+    assert_rl_ok(rl_dispatch_stats_get(c->d, &s, NULL, 0, NULL));
+    assert_int_equal(s.returned, 39);
+    assert_int_equal(s.jobs, 0);
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+}
+
+static void test_take_tag_during_retry(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, A, 1);
+    o.backoff_ms = o.backoff_max_ms = 60000;
+    start(c, &o);
+    rec *failing = new_rec(c, "k", 7);
+    failing->fail_times = 1;
+    assert_rl_ok(submit(c, failing));
+    assert_rl_ok(submit(c, new_rec(c, "k", 7)));
+    assert_rl_ok(submit(c, new_rec(c, "k", 8)));
+    for (;;) {
+        rl_dispatch_lane_stats ls;
+        rl_dispatch_stats s;
+        assert_rl_ok(rl_dispatch_stats_get(c->d, &s, &ls, 1, NULL));
+        if (ls.retried == 1)
+            break;
+        uv_sleep(1);
+    }
+    size_t n;
+    assert_rl_ok(rl_dispatch_take_tag(c->d, 7, &n));
+    assert_int_equal(n, 2);
+    assert_int_equal(c->done[0], 0);
+    assert_int_equal(c->attempts[0], 1);
+    assert_int_equal(c->done[1], 1);
+    /* The lane goes on with the job of the other tag. */
+    run_until_done(c, 3);
+    assert_int_equal(c->done[2], 2);
+    assert_int_equal(c->outcome[2], RL_DISPATCH_DONE);
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+}
+
+/* --- lane changes --- */
+
+static void stats_of(ctx *c, const char *lane, rl_dispatch_lane_stats *out)
+{
+    rl_dispatch_lane_stats ls[8];
+    rl_dispatch_stats s;
+    size_t n;
+    assert_rl_ok(rl_dispatch_stats_get(c->d, &s, ls, 8, &n));
+    for (size_t i = 0; i < n && i < 8; i++) {
+        if (strcmp(ls[i].name, lane) == 0 && !ls[i].retiring) {
+            *out = ls[i];
+            return;
+        }
+    }
+    fail_msg("no lane %s", lane);
+}
+
+/* A key in flight on lane a moves to a new lane c: c parks the key's jobs until a is done. */
+static void test_fence_on_add(void **state)
+{
+    (void)state;
+    const char *abc[] = {"a", "b", "c"};
+    char key[32];
+    key_moving(AB, 2, abc, 3, "a", "c", key, sizeof key);
+    char stay[32];
+    key_moving(AB, 2, abc, 3, "a", "a", stay, sizeof stay);
+
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, AB, 2);
+    start(c, &o);
+    gate_set(&c->g, false);
+    rec *first = new_rec(c, key, 0);
+    first->gated = true;
+    assert_rl_ok(submit(c, first));
+    gate_wait_arrived(&c->g, 1);
+    for (int i = 1; i < 5; i++)
+        assert_rl_ok(submit(c, new_rec(c, key, 0)));
+    assert_rl_ok(submit(c, new_rec(c, stay, 0))); /* #5 stays on a, behind the gate */
+    assert_rl_ok(rl_dispatch_add_lane(c->d, "c"));
+    assert_rl_ok(submit(c, new_rec(c, key, 0))); /* #6, after the change: parked too */
+    rl_dispatch_lane_stats ls;
+    stats_of(c, "c", &ls);
+    assert_int_equal(ls.parked, 5);
+    assert_int_equal(ls.depth, 0);
+    assert_int_equal(ls.processed, 0);
+    stats_of(c, "a", &ls);
+    assert_int_equal(ls.depth, 1);
+    assert_int_equal(ls.in_flight, 1);
+    uv_mutex_lock(&c->log_mu);
+    assert_int_equal(c->ncalls, 0); /* the gated job has not logged yet: nothing else ran */
+    uv_mutex_unlock(&c->log_mu);
+
+    gate_set(&c->g, true);
+    run_until_done(c, 7);
+    int last = -1;
+    for (int n = 0; n < c->ncalls; n++) {
+        int i = c->calls[n];
+        if (i == 5)
+            continue;
+        assert_true(i > last);
+        last = i;
+    }
+    for (int n = 0, lastd = -1; n < c->ndone; n++) {
+        if (c->done[n] == 5)
+            continue;
+        assert_true(c->done[n] > lastd);
+        lastd = c->done[n];
+    }
+    stats_of(c, "c", &ls);
+    assert_int_equal(ls.parked, 0);
+    assert_int_equal(ls.processed, 5);
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+}
+
+/* A lane whose job is in flight is removed: its queued jobs move, parked behind a fence. */
+static void test_fence_on_remove(void **state)
+{
+    (void)state;
+    const char *abc[] = {"a", "b", "c"};
+    char key[32];
+    key_moving(abc, 3, AB, 2, "c", "a", key, sizeof key);
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, abc, 3);
+    start(c, &o);
+    gate_set(&c->g, false);
+    rec *first = new_rec(c, key, 0);
+    first->gated = true;
+    assert_rl_ok(submit(c, first));
+    gate_wait_arrived(&c->g, 1);
+    for (int i = 1; i < 4; i++)
+        assert_rl_ok(submit(c, new_rec(c, key, 0)));
+    assert_rl_ok(rl_dispatch_remove_lane(c->d, "c"));
+    assert_rl_ok(submit(c, new_rec(c, key, 0)));
+    rl_dispatch_stats s;
+    rl_dispatch_lane_stats ls[4];
+    size_t n;
+    assert_rl_ok(rl_dispatch_stats_get(c->d, &s, ls, 4, &n));
+    assert_int_equal(s.lanes, 2);
+    assert_int_equal(s.retiring, 1);
+    assert_int_equal(n, 3);
+    assert_string_equal(ls[2].name, "c");
+    assert_int_equal(ls[2].retiring, 1);
+    assert_int_equal(ls[2].in_flight, 1);
+    rl_dispatch_lane_stats la;
+    stats_of(c, "a", &la);
+    assert_int_equal(la.parked, 4);
+    /* Removing and adding again while the old lane still finishes is fine. */
+    assert_rl_ok(rl_dispatch_add_lane(c->d, "c"));
+    assert_rl_ok(submit(c, new_rec(c, key, 0)));
+    gate_set(&c->g, true);
+    run_until_done(c, 6);
+    for (int k = 0; k < 6; k++) {
+        assert_int_equal(c->calls[k], k);
+        assert_int_equal(c->done[k], k);
+    }
+    assert_rl_ok(rl_dispatch_stats_get(c->d, &s, ls, 4, &n));
+    assert_int_equal(s.lane_changes, 2);
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+}
+
+static void test_remove_last_lane(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, A, 1);
+    start(c, &o);
+    gate_set(&c->g, false);
+    rec *first = new_rec(c, "k", 0);
+    first->gated = true;
+    assert_rl_ok(submit(c, first));
+    for (int i = 1; i < 10; i++)
+        assert_rl_ok(submit(c, new_rec(c, "k", 0)));
+    assert_int_equal(rl_dispatch_remove_lane(c->d, "a"), RL_EBUSY);
+    rl_dispatch_stats s;
+    assert_rl_ok(rl_dispatch_stats_get(c->d, &s, NULL, 0, NULL));
+    assert_int_equal(s.lanes, 1);
+    assert_int_equal(s.jobs, 10);
+    assert_int_equal(s.lane_changes, 0);
+    gate_set(&c->g, true);
+    run_until_done(c, 10); /* nothing lost */
+    for (int k = 0; k < 10; k++)
+        assert_int_equal(c->done[k], k);
+    /* Idle now: the last lane may go; submissions wait for a lane to come. */
+    assert_rl_ok(rl_dispatch_remove_lane(c->d, "a"));
+    assert_int_equal(submit(c, new_rec(c, "k", 0)), RL_ESTATE);
+    assert_rl_ok(rl_dispatch_add_lane(c->d, "b"));
+    assert_rl_ok(submit(c, &c->recs[10]));
+    run_until_done(c, 11);
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+}
+
+/* Keys that do not move keep their lane, and moved jobs keep their order. */
+static void test_moves_keep_order(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, AB, 2);
+    o.lane_capacity = 4096;
+    start(c, &o);
+    gate_set(&c->g, false);
+    /* Hold both lanes with one gated job each so everything else queues. */
+    char ka[32], kb[32];
+    key_moving(AB, 2, AB, 2, "a", "a", ka, sizeof ka);
+    key_moving(AB, 2, AB, 2, "b", "b", kb, sizeof kb);
+    rec *ga = new_rec(c, ka, 0), *gb = new_rec(c, kb, 0);
+    ga->gated = gb->gated = true;
+    assert_rl_ok(submit(c, ga));
+    assert_rl_ok(submit(c, gb));
+    gate_wait_arrived(&c->g, 2);
+    enum { KEYS = 40, PER = 30 };
+    for (int s = 0; s < PER; s++) {
+        for (int k = 0; k < KEYS; k++) {
+            char key[16];
+            snprintf(key, sizeof key, "m%d", k);
+            assert_rl_ok(submit(c, new_rec(c, key, 0)));
+        }
+        if (s == 10)
+            assert_rl_ok(rl_dispatch_add_lane(c->d, "c"));
+        if (s == 20)
+            assert_rl_ok(rl_dispatch_remove_lane(c->d, "a"));
+    }
+    gate_set(&c->g, true);
+    run_until_done(c, 2 + KEYS * PER);
+    int last[KEYS];
+    for (int k = 0; k < KEYS; k++)
+        last[k] = -1;
+    for (int n = 0; n < c->ncalls; n++) {
+        int i = c->calls[n] - 2;
+        if (i < 0)
+            continue;
+        assert_true(i > last[i % KEYS]);
+        assert_int_equal(i, last[i % KEYS] < 0 ? i % KEYS : last[i % KEYS] + KEYS);
+        last[i % KEYS] = i;
+    }
+    assert_int_equal(c->ncalls, 2 + KEYS * PER);
+    assert_int_equal(c->ndone, 2 + KEYS * PER);
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+}
+
+/* --- statistics --- */
+
+static void test_stats_json(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    const char *names[] = {"a", "quote\"lane"};
+    rl_dispatch_options o;
+    opts_for(c, &o, names, 2);
+    start(c, &o);
+    for (int i = 0; i < 20; i++)
+        assert_rl_ok(submit(c, new_rec(c, i % 2 ? "x" : "y", 0)));
+    run_until_done(c, 20);
+    size_t need = 0;
+    char small[16];
+    assert_int_equal(rl_dispatch_stats_json(c->d, small, sizeof small, &need), RL_ERANGE);
+    assert_int_equal(strlen(small), sizeof small - 1);
+    char *buf = malloc(need + 1);
+    assert_non_null(buf);
+    size_t len = 0;
+    assert_rl_ok(rl_dispatch_stats_json(c->d, buf, need + 1, &len));
+    assert_int_equal(len, need);
+    assert_int_equal(strlen(buf), len);
+    assert_memory_equal(buf, "{\"lanes\":2,", 11);
+    assert_non_null(strstr(buf, "\"name\":\"quote\\\"lane\""));
+    assert_non_null(strstr(buf, "\"submitted\":20,"));
+    assert_non_null(strstr(buf, "\"done\":20,"));
+    assert_non_null(strstr(buf, "\"p99_us\":"));
+    assert_int_equal(buf[len - 1], '}');
+    free(buf);
+    rl_dispatch_stats s;
+    rl_dispatch_lane_stats ls[2];
+    assert_rl_ok(rl_dispatch_stats_get(c->d, &s, ls, 2, NULL));
+    assert_int_equal(ls[0].processed + ls[1].processed, 20);
+    assert_true(ls[0].p99_us >= ls[0].p50_us);
+    assert_true(ls[0].p50_us > 0 || ls[1].p50_us > 0);
+    finish(c, RL_DISPATCH_STOP);
+    ctx_free(c);
+}
+
+/* --- the route's bucket table answers exactly as the ring does --- */
+
+static void check_table(const char *profile, uint32_t vnodes, size_t lanes)
+{
+    const char *names[] = {"a", "b", "c", "d", "e", "f", "g"};
+    rl__route r = {.ring = test_ring(profile, vnodes, names, lanes), .n = lanes};
+    assert_rl_ok(rl__route_table(&r));
+    assert_non_null(r.table);
+    uint64_t seed = 7;
+    for (int i = 0; i < 200000; i++) {
+        uint64_t h = test_rand(&seed), n1;
+        uint32_t want;
+        assert_rl_ok(rl_ring_lookup_hash(r.ring, h, &want));
+        n1 = rl__route_node(&r, h);
+        assert_int_equal(n1, want);
+    }
+    /* Around every point, where buckets split. */
+    for (size_t i = 0; i < rl_ring_point_count(r.ring); i++) {
+        uint64_t pos;
+        uint32_t node, want;
+        assert_rl_ok(rl_ring_point(r.ring, i, &pos, &node));
+        for (int dlt = -1; dlt <= 1; dlt++) {
+            uint64_t h = pos + (uint64_t)(int64_t)dlt;
+            assert_rl_ok(rl_ring_lookup_hash(r.ring, h, &want));
+            assert_int_equal(rl__route_node(&r, h), want);
+        }
+        uint64_t lo = (pos & r.mask) >> r.shift << r.shift; /* the bucket's edges */
+        uint64_t hi = lo + ((r.shift ? (uint64_t)1 << r.shift : 1) - 1);
+        assert_rl_ok(rl_ring_lookup_hash(r.ring, lo, &want));
+        assert_int_equal(rl__route_node(&r, lo), want);
+        assert_rl_ok(rl_ring_lookup_hash(r.ring, hi, &want));
+        assert_int_equal(rl__route_node(&r, hi), want);
+    }
+    free(r.table);
+    rl_ring_free(r.ring);
+}
+
+static void test_route_table(void **state)
+{
+    (void)state;
+    check_table("default", 160, 5);
+    check_table("default", 1, 2);
+    check_table("ds09", 160, 7);
+    check_table("xmur3", 3, 4);       /* a 32-bit ring */
+    check_table("turnstone", 150, 3); /* a 16-bit ring with the > rule */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_order_per_key),
+        cmocka_unit_test(test_backpressure),
+        cmocka_unit_test(test_max_jobs),
+        cmocka_unit_test(test_submit_from_handler),
+        cmocka_unit_test(test_close_wakes_waiting_submitter),
+        cmocka_unit_test(test_retry_in_place),
+        cmocka_unit_test(test_dead_letter),
+        cmocka_unit_test(test_close_drain),
+        cmocka_unit_test(test_close_stop),
+        cmocka_unit_test(test_take_and_wait_tag),
+        cmocka_unit_test(test_take_tag_during_retry),
+        cmocka_unit_test(test_fence_on_add),
+        cmocka_unit_test(test_fence_on_remove),
+        cmocka_unit_test(test_remove_last_lane),
+        cmocka_unit_test(test_moves_keep_order),
+        cmocka_unit_test(test_stats_json),
+        cmocka_unit_test(test_route_table),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

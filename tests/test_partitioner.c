@@ -1,0 +1,493 @@
+/* The ring partitioner without a cluster: same ring as the CLI, range, key policies, growth,
+ * options, and concurrent first use from many threads. */
+#define _POSIX_C_SOURCE 200809L
+#include "kafka_test_util.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <unistd.h>
+
+static rl_kafka_partitioner_t *make(const char *profile, uint32_t vnodes)
+{
+    rl_kafka_partitioner_options o;
+    rl_kafka_partitioner_options_init(&o);
+    o.profile = profile;
+    o.vnodes = vnodes;
+    rl_kafka_partitioner_t *p = NULL;
+    assert_rl_ok(rl_kafka_partitioner_new(&o, &p));
+    return p;
+}
+
+/* Every key lands where the independently built ring over "0".."P-1" puts it. */
+static void same_ring_as_reference(void **state)
+{
+    (void)state;
+    const char *profiles[] = {"default", "ds09", "xmur3"};
+    const int32_t counts[] = {1, 2, 3, 6, 8, 13, 32, 100};
+    char key[64];
+    for (size_t pi = 0; pi < sizeof profiles / sizeof *profiles; pi++) {
+        rl_kafka_partitioner_t *p = make(profiles[pi], RL_VNODES_PROFILE);
+        for (size_t ci = 0; ci < sizeof counts / sizeof *counts; ci++) {
+            rl_ring_t *ref = ref_partition_ring(profiles[pi], RL_VNODES_PROFILE, counts[ci]);
+            for (uint64_t i = 0; i < 3000; i++) {
+                size_t len = test_key(i, key, sizeof key);
+                int32_t got;
+                assert_rl_ok(rl_kafka_partitioner_partition(p, key, len, counts[ci], &got));
+                assert_int_equal(got, ref_partition(ref, key, len));
+                /* The callback answers the same without a topic. */
+                assert_int_equal(rl_kafka_partitioner_cb(NULL, key, len, counts[ci], p, NULL), got);
+            }
+            rl_ring_free(ref);
+        }
+        rl_kafka_partitioner_stats st;
+        assert_rl_ok(rl_kafka_partitioner_stats_get(p, &st));
+        assert_int_equal(st.rings, sizeof counts / sizeof *counts);
+        assert_int_equal(st.fallbacks, 0);
+        assert_int_equal(st.null_keys, 0);
+        rl_kafka_partitioner_destroy(p);
+    }
+    /* Explicit vnodes, and turnstone with the keys it can hash. */
+    rl_kafka_partitioner_t *p = make("ds09", 40);
+    rl_ring_t *ref = ref_partition_ring("ds09", 40, 12);
+    for (uint64_t i = 0; i < 2000; i++) {
+        size_t len = test_key(i, key, sizeof key);
+        int32_t got;
+        assert_rl_ok(rl_kafka_partitioner_partition(p, key, len, 12, &got));
+        assert_int_equal(got, ref_partition(ref, key, len));
+    }
+    rl_ring_free(ref);
+    rl_kafka_partitioner_destroy(p);
+    p = make("turnstone", RL_VNODES_PROFILE);
+    ref = ref_partition_ring("turnstone", RL_VNODES_PROFILE, 7);
+    for (uint64_t i = 0; i < 2000; i++) {
+        int len = snprintf(key, sizeof key, "%04llx-workspace", (unsigned long long)(i * 37));
+        int32_t got;
+        assert_rl_ok(rl_kafka_partitioner_partition(p, key, (size_t)len, 7, &got));
+        assert_int_equal(got, ref_partition(ref, key, (size_t)len));
+    }
+    rl_ring_free(ref);
+    rl_kafka_partitioner_destroy(p);
+}
+
+/* Every profile the library has, including any added after this suite was written: the
+ * partitioner (ring cache and bucket table) answers exactly what the reference ring does for
+ * every key the profile can hash. */
+static void every_profile_agrees(void **state)
+{
+    (void)state;
+    const int32_t counts[] = {1, 3, 8, 40};
+    char key[64];
+    for (size_t pi = 0; pi < rl_profile_count(); pi++) {
+        const char *profile = rl_profile_at(pi)->name;
+        rl_kafka_partitioner_t *p = make(profile, RL_VNODES_PROFILE);
+        for (size_t ci = 0; ci < sizeof counts / sizeof *counts; ci++) {
+            rl_ring_t *ref = ref_partition_ring(profile, RL_VNODES_PROFILE, counts[ci]);
+            for (uint64_t i = 0; i < 4000; i++) {
+                /* Half the keys start with 4 hex digits, so that turnstone-like profiles
+                 * get keys they can hash too. */
+                size_t len = i % 2 ? test_key(i, key, sizeof key)
+                                   : (size_t)snprintf(key, sizeof key, "%04llx:%llu",
+                                                      (unsigned long long)(i * 40503 % 65536),
+                                                      (unsigned long long)i);
+                uint32_t node;
+                int rc = rl_ring_lookup(ref, key, len, &node);
+                if (rc == RL_EBADKEY)
+                    continue;
+                assert_rl_ok(rc);
+                int32_t got;
+                assert_rl_ok(rl_kafka_partitioner_partition(p, key, len, counts[ci], &got));
+                if (got != (int32_t)node)
+                    fail_msg("profile %s, %d partitions: key %s -> %d, ring says %u", profile,
+                             (int)counts[ci], key, (int)got, node);
+            }
+            rl_ring_free(ref);
+        }
+        rl_kafka_partitioner_destroy(p);
+    }
+}
+
+/* What `ringlane route --partitions P` prints is what the partitioner answers. */
+static void same_as_cli(void **state)
+{
+    (void)state;
+    const char *cli = getenv("RINGLANE_CLI");
+    if (!cli)
+        skip();
+    char path[4096];
+    int fd = temp_file(path, sizeof path, "partitioner-keys");
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    char key[64];
+    for (uint64_t i = 0; i < 2000; i++) {
+        test_key(i, key, sizeof key);
+        fprintf(f, "%s\n", key);
+    }
+    fclose(f);
+    const struct {
+        const char *profile;
+        int32_t partitions;
+    } cases[] = {{"default", 6}, {"default", 8}, {"ds09", 12}, {"xmur3", 5}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char cmd[9000];
+        snprintf(cmd, sizeof cmd, "'%s' route --profile %s --partitions %d < '%s'", cli,
+                 cases[c].profile, (int)cases[c].partitions, path);
+        FILE *out = popen(cmd, "r");
+        assert_non_null(out);
+        rl_kafka_partitioner_t *p = make(cases[c].profile, RL_VNODES_PROFILE);
+        char line[256];
+        uint64_t i = 0;
+        while (fgets(line, sizeof line, out)) {
+            char *tab = strchr(line, '\t');
+            assert_non_null(tab);
+            *tab = 0;
+            size_t len = test_key(i++, key, sizeof key);
+            assert_string_equal(line, key);
+            int32_t got;
+            assert_rl_ok(rl_kafka_partitioner_partition(p, key, len, cases[c].partitions, &got));
+            assert_int_equal(got, atoi(tab + 1));
+        }
+        assert_int_equal(pclose(out), 0);
+        assert_int_equal(i, 2000);
+        rl_kafka_partitioner_destroy(p);
+    }
+    unlink(path);
+}
+
+/* 0..partition_cnt-1 for any count, including counts whose ring cannot be built. */
+static void always_in_range(void **state)
+{
+    (void)state;
+    rl_kafka_partitioner_t *p = make("default", RL_VNODES_PROFILE);
+    char key[64];
+    for (int32_t n = 1; n <= 64; n++)
+        for (uint64_t i = 0; i < 200; i++) {
+            size_t len = test_key(i, key, sizeof key);
+            int32_t got = rl_kafka_partitioner_cb(NULL, key, len, n, p, NULL);
+            assert_true(got >= 0 && got < n);
+        }
+    /* 200,000 partitions x 160 vnodes is over RL_POINTS_MAX: answered by hash % n, counted. */
+    for (uint64_t i = 0; i < 100; i++) {
+        size_t len = test_key(i, key, sizeof key);
+        int32_t got = rl_kafka_partitioner_cb(NULL, key, len, 200000, p, NULL);
+        assert_true(got >= 0 && got < 200000);
+    }
+    rl_kafka_partitioner_stats st;
+    assert_rl_ok(rl_kafka_partitioner_stats_get(p, &st));
+    assert_int_equal(st.fallbacks, 100);
+    const rl_ring_t *ring;
+    assert_int_equal(rl_kafka_partitioner_ring(p, 200000, &ring), RL_ETOOBIG);
+    assert_int_equal(rl_kafka_partitioner_ring(p, 0, &ring), RL_ERANGE);
+    assert_rl_ok(rl_kafka_partitioner_ring(p, 9, &ring));
+    assert_int_equal(rl_ring_member_count(ring), 9);
+    assert_int_equal(rl_ring_point_count(ring), 9 * 160);
+    /* No partitions: "unassigned", the one answer that names none. */
+    assert_int_equal(rl_kafka_partitioner_cb(NULL, "k", 1, 0, p, NULL), RD_KAFKA_PARTITION_UA);
+    assert_int_equal(rl_kafka_partitioner_cb(NULL, "k", 1, -3, p, NULL), RD_KAFKA_PARTITION_UA);
+    /* Not installed (no opaque): still in range. */
+    for (int32_t n = 1; n < 20; n++) {
+        assert_in_range(rl_kafka_partitioner_cb(NULL, "k", 1, n, NULL, NULL), 0, n - 1);
+        assert_in_range(rl_kafka_partitioner_cb(NULL, NULL, 0, n, NULL, NULL), 0, n - 1);
+    }
+    rl_kafka_partitioner_destroy(p);
+}
+
+/* NULL and empty keys, and keys the profile cannot hash, follow the null-key policy. */
+static void null_key_policy(void **state)
+{
+    (void)state;
+    /* random: spread evenly. 8000 calls over 4 partitions, each count within 4 sd (binomial,
+     * sd = sqrt(8000 * 1/4 * 3/4) = 38.7) of 2000. */
+    rl_kafka_partitioner_t *p = make(NULL, RL_VNODES_PROFILE);
+    int counts[4] = {0};
+    for (int i = 0; i < 8000; i++) {
+        int32_t got;
+        assert_rl_ok(rl_kafka_partitioner_partition(p, i % 2 ? NULL : "", 0, 4, &got));
+        assert_in_range(got, 0, 3);
+        counts[got]++;
+    }
+    for (int i = 0; i < 4; i++)
+        assert_true(fabs(counts[i] - 2000.0) <= 4 * sqrt(8000 * 0.25 * 0.75));
+    rl_kafka_partitioner_stats st;
+    assert_rl_ok(rl_kafka_partitioner_stats_get(p, &st));
+    assert_int_equal(st.null_keys, 8000);
+    rl_kafka_partitioner_destroy(p);
+
+    /* fixed: the partition, modulo the partition count. */
+    rl_kafka_partitioner_options o;
+    rl_kafka_partitioner_options_init(&o);
+    o.null_key = RL_KAFKA_NULL_KEY_FIXED;
+    o.null_key_partition = 5;
+    assert_rl_ok(rl_kafka_partitioner_new(&o, &p));
+    for (int32_t n = 1; n < 20; n++) {
+        assert_int_equal(rl_kafka_partitioner_cb(NULL, NULL, 0, n, p, NULL), 5 % n);
+        assert_int_equal(rl_kafka_partitioner_cb(NULL, "", 0, n, p, NULL), 5 % n);
+        /* A one-byte key is a key: it goes by the ring. */
+        int32_t got;
+        assert_rl_ok(rl_kafka_partitioner_partition(p, "x", 1, n, &got));
+        rl_ring_t *ref = ref_partition_ring("default", RL_VNODES_PROFILE, n);
+        assert_int_equal(got, ref_partition(ref, "x", 1));
+        rl_ring_free(ref);
+    }
+    rl_kafka_partitioner_destroy(p);
+
+    /* turnstone cannot hash a key that does not start with 4 hex digits. */
+    o.profile = "turnstone";
+    o.null_key_partition = 2;
+    assert_rl_ok(rl_kafka_partitioner_new(&o, &p));
+    assert_int_equal(rl_kafka_partitioner_cb(NULL, "user:42", 7, 6, p, NULL), 2);
+    int32_t got;
+    assert_rl_ok(rl_kafka_partitioner_partition(p, "beef:42", 7, 6, &got));
+    rl_ring_t *ref = ref_partition_ring("turnstone", RL_VNODES_PROFILE, 6);
+    assert_int_equal(got, ref_partition(ref, "beef:42", 7));
+    rl_ring_free(ref);
+    rl_kafka_partitioner_destroy(p);
+}
+
+/* Growth P -> P': keys move only to the new partitions, and as many as the new partitions'
+ * arcs hold. Two bounds, both 4 sd:
+ *  - exact: moved is Binomial(K, s) where s is the new partitions' measured arc share of the
+ *    P' ring, so |moved - K s| <= 4 sqrt(K s (1 - s));
+ *  - ideal: around K (P'-P)/P', adding the spread of s itself: each partition's share is a
+ *    sum of V gaps of mean 1/(P' V), variance about 1/(P'^2 V), so for m = P'-P new partitions
+ *    var(K s) = K^2 m / (P'^2 V), on top of the binomial term K p (1 - p).
+ * murmur2 % P is measured on the same keys for the comparison. */
+static void growth_moves_keys_to_new_partitions_only(void **state)
+{
+    (void)state;
+    const struct {
+        const char *profile;
+        int32_t from, to;
+    } cases[] = {{"default", 6, 8}, {"default", 4, 5}, {"default", 8, 12}, {"default", 10, 11},
+                 {"ds09", 6, 8},    {"ds09", 16, 24},  {"default", 1, 2},  {"default", 3, 32}};
+    const uint64_t K = 100000;
+    char key[64];
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        rl_kafka_partitioner_t *p = make(cases[c].profile, RL_VNODES_PROFILE);
+        int32_t P = cases[c].from, Q = cases[c].to;
+        uint64_t moved = 0, moved_murmur = 0;
+        for (uint64_t i = 0; i < K; i++) {
+            size_t len = test_key(i, key, sizeof key);
+            int32_t a = rl_kafka_partitioner_cb(NULL, key, len, P, p, NULL);
+            int32_t b = rl_kafka_partitioner_cb(NULL, key, len, Q, p, NULL);
+            if (a != b) {
+                moved++;
+                if (b < P)
+                    fail_msg("%s %d->%d: key %s moved from %d to old partition %d",
+                             cases[c].profile, P, Q, key, a, b);
+            }
+            moved_murmur += rd_kafka_msg_partitioner_murmur2(NULL, key, len, P, NULL, NULL) !=
+                            rd_kafka_msg_partitioner_murmur2(NULL, key, len, Q, NULL, NULL);
+        }
+        const rl_ring_t *ring;
+        assert_rl_ok(rl_kafka_partitioner_ring(p, Q, &ring));
+        double *shares = calloc((size_t)Q, sizeof *shares);
+        assert_non_null(shares);
+        rl_ring_stats rs;
+        assert_rl_ok(rl_ring_stats_get(ring, &rs, shares));
+        double s = 0;
+        for (int32_t i = P; i < Q; i++)
+            s += shares[i];
+        free(shares);
+        double k = (double)K, ideal = (double)(Q - P) / Q, V = rl_ring_vnodes(ring);
+        double sd_exact = sqrt(k * s * (1 - s));
+        double sd_ideal = sqrt(k * ideal * (1 - ideal) + k * k * (Q - P) / ((double)Q * Q * V));
+        print_message("growth %-7s %2d -> %2d: ring moved %6.2f%% (ideal %6.2f%%, arc share "
+                      "%6.2f%%), murmur2 moved %6.2f%%\n",
+                      cases[c].profile, P, Q, 100.0 * (double)moved / k, 100.0 * ideal, 100.0 * s,
+                      100.0 * (double)moved_murmur / k);
+        assert_true(fabs((double)moved - k * s) <= 4 * sd_exact);
+        assert_true(fabs((double)moved - k * ideal) <= 4 * sd_ideal);
+        /* What the ring is for: modulo moves more keys (1 -> 2 is the one case they tie). */
+        if (P > 1)
+            assert_true(moved_murmur > moved);
+        rl_kafka_partitioner_destroy(p);
+    }
+}
+
+/* Every bad option is refused with a message naming the property and what it accepts. */
+static void option_errors(void **state)
+{
+    (void)state;
+    rl_kafka_partitioner_options o;
+    rl_kafka_partitioner_options_init(&o);
+    char err[512];
+    const struct {
+        const char *name, *value;
+        int rc;
+        const char *says;
+    } bad[] = {
+        {"ringlane.profile", "nope", RL_EPROFILE,
+         "ringlane.profile: unknown profile \"nope\" "
+         "(valid: default, ds09"},
+        {"ringlane.profile", "", RL_EPROFILE, "ringlane.profile: unknown profile"},
+        {"ringlane.vnodes", "0", RL_ERANGE, "ringlane.vnodes: expected an integer 1..65536"},
+        {"ringlane.vnodes", "65537", RL_ERANGE, "ringlane.vnodes: expected an integer 1..65536"},
+        {"ringlane.vnodes", "-1", RL_ERANGE, "got \"-1\""},
+        {"ringlane.vnodes", "12x", RL_ERANGE, "got \"12x\""},
+        {"ringlane.vnodes", "", RL_ERANGE, "ringlane.vnodes"},
+        {"ringlane.vnodes", "99999999999999999999999", RL_ERANGE, "1..65536"},
+        {"ringlane.null.key", "sticky", RL_ERANGE,
+         "ringlane.null.key: expected \"random\" or a partition number 0..2147483646"},
+        {"ringlane.null.key", "-1", RL_ERANGE, "ringlane.null.key"},
+        {"ringlane.null.key", "2147483647", RL_ERANGE, "0..2147483646"},
+        {"ringlane.skip.unavailable", "yes", RL_ERANGE,
+         "ringlane.skip.unavailable: expected true or false, got \"yes\""},
+        {"ringlane.skip.unavailable", "", RL_ERANGE, "ringlane.skip.unavailable"},
+        {"ringlane.vnode", "3", RL_EINVAL, "ringlane.vnode: unknown ringlane property"},
+        {"vnodes", "0", RL_ERANGE, "vnodes: expected an integer 1..65536"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        rl_kafka_partitioner_options before = o;
+        err[0] = 0;
+        assert_int_equal(
+            rl_kafka_partitioner_option_set(&o, bad[i].name, bad[i].value, err, sizeof err),
+            bad[i].rc);
+        if (!strstr(err, bad[i].says))
+            fail_msg("%s=%s said \"%s\", wanted \"%s\"", bad[i].name, bad[i].value, err,
+                     bad[i].says);
+        assert_memory_equal(&before, &o, sizeof o);
+    }
+    assert_int_equal(rl_kafka_partitioner_option_set(NULL, "vnodes", "1", err, sizeof err),
+                     RL_EINVAL);
+    assert_int_equal(rl_kafka_partitioner_option_set(&o, NULL, "1", NULL, 0), RL_EINVAL);
+
+    /* Good values, then NULL restores each default. */
+    assert_rl_ok(rl_kafka_partitioner_option_set(&o, "ringlane.profile", "ds09", err, 0));
+    assert_rl_ok(rl_kafka_partitioner_option_set(&o, "vnodes", "65536", err, sizeof err));
+    assert_rl_ok(rl_kafka_partitioner_option_set(&o, "null.key", "0", err, sizeof err));
+    assert_rl_ok(rl_kafka_partitioner_option_set(&o, "skip.unavailable", "true", err, 1));
+    assert_string_equal(o.profile, "ds09");
+    assert_int_equal(o.vnodes, 65536);
+    assert_int_equal(o.null_key, RL_KAFKA_NULL_KEY_FIXED);
+    assert_int_equal(o.null_key_partition, 0);
+    assert_int_equal(o.skip_unavailable, 1);
+    assert_rl_ok(rl_kafka_partitioner_option_set(&o, "null.key", "random", err, sizeof err));
+    assert_int_equal(o.null_key, RL_KAFKA_NULL_KEY_RANDOM);
+    assert_rl_ok(rl_kafka_partitioner_option_set(&o, "skip.unavailable", "0", err, sizeof err));
+    assert_int_equal(o.skip_unavailable, 0);
+    const char *names[] = {"profile", "vnodes", "null.key", "skip.unavailable"};
+    for (size_t i = 0; i < 4; i++)
+        assert_rl_ok(rl_kafka_partitioner_option_set(&o, names[i], NULL, err, sizeof err));
+    rl_kafka_partitioner_options d;
+    rl_kafka_partitioner_options_init(&d);
+    assert_memory_equal(&d, &o, sizeof o);
+
+    /* The constructor checks the struct too. */
+    rl_kafka_partitioner_t *p = (rl_kafka_partitioner_t *)&o; /* must be reset to NULL */
+    assert_int_equal(rl_kafka_partitioner_new(NULL, NULL), RL_EINVAL);
+    o.profile = "nope";
+    assert_int_equal(rl_kafka_partitioner_new(&o, &p), RL_EPROFILE);
+    assert_null(p);
+    rl_kafka_partitioner_options_init(&o);
+    o.vnodes = 0;
+    assert_int_equal(rl_kafka_partitioner_new(&o, &p), RL_EVNODES);
+    o.vnodes = RL_VNODES_MAX + 1;
+    assert_int_equal(rl_kafka_partitioner_new(&o, &p), RL_EVNODES);
+    rl_kafka_partitioner_options_init(&o);
+    o.null_key = (rl_kafka_null_key)7;
+    assert_int_equal(rl_kafka_partitioner_new(&o, &p), RL_EINVAL);
+    o.null_key = RL_KAFKA_NULL_KEY_FIXED;
+    o.null_key_partition = -1;
+    assert_int_equal(rl_kafka_partitioner_new(&o, &p), RL_ERANGE);
+    o.null_key_partition = 3;
+    assert_rl_ok(rl_kafka_partitioner_new(&o, &p));
+    rl_kafka_partitioner_options got;
+    assert_rl_ok(rl_kafka_partitioner_get_options(p, &got));
+    assert_string_equal(got.profile, "default");
+    assert_int_equal(got.null_key_partition, 3);
+
+    /* Argument checks of the other entry points. */
+    int32_t part;
+    const rl_ring_t *ring;
+    rl_kafka_partitioner_stats st;
+    assert_int_equal(rl_kafka_partitioner_partition(NULL, "k", 1, 3, &part), RL_EINVAL);
+    assert_int_equal(rl_kafka_partitioner_partition(p, "k", 1, 3, NULL), RL_EINVAL);
+    assert_int_equal(rl_kafka_partitioner_partition(p, NULL, 1, 3, &part), RL_EINVAL);
+    assert_int_equal(rl_kafka_partitioner_partition(p, "k", 1, 0, &part), RL_ERANGE);
+    assert_int_equal(rl_kafka_partitioner_ring(NULL, 3, &ring), RL_EINVAL);
+    assert_int_equal(rl_kafka_partitioner_ring(p, 3, NULL), RL_EINVAL);
+    assert_int_equal(rl_kafka_partitioner_install(NULL, NULL), RL_EINVAL);
+    assert_int_equal(rl_kafka_partitioner_install(p, NULL), RL_EINVAL);
+    assert_int_equal(rl_kafka_partitioner_stats_get(NULL, &st), RL_EINVAL);
+    assert_int_equal(rl_kafka_partitioner_stats_get(p, NULL), RL_EINVAL);
+    assert_int_equal(rl_kafka_partitioner_get_options(NULL, &got), RL_EINVAL);
+    rl_kafka_partitioner_options_init(NULL);
+    rl_kafka_partitioner_destroy(NULL);
+    rl_kafka_partitioner_destroy(p);
+}
+
+/* Many threads, first use of many partition counts at once: every answer is the one a single
+ * thread gives, and each count's ring is built exactly once. */
+#define THREADS 4
+#define COUNTS 24
+#define KEYS 400
+
+typedef struct worker {
+    rl_kafka_partitioner_t *p;
+    int32_t (*expected)[KEYS];
+    unsigned seed;
+    int mismatches;
+} worker;
+
+static void *work(void *arg)
+{
+    worker *w = arg;
+    char key[64];
+    for (int round = 0; round < 3; round++)
+        for (int c = 0; c < COUNTS; c++) {
+            int32_t n = (int32_t)((c * 7 + (int)w->seed) % COUNTS) + 1;
+            for (uint64_t i = 0; i < KEYS; i++) {
+                size_t len = test_key(i, key, sizeof key);
+                if (rl_kafka_partitioner_cb(NULL, key, len, n, w->p, NULL) != w->expected[n - 1][i])
+                    w->mismatches++;
+            }
+        }
+    return NULL;
+}
+
+static void concurrent_first_use(void **state)
+{
+    (void)state;
+    static int32_t expected[COUNTS][KEYS];
+    char key[64];
+    for (int32_t n = 1; n <= COUNTS; n++) {
+        rl_ring_t *ref = ref_partition_ring("default", RL_VNODES_PROFILE, n);
+        for (uint64_t i = 0; i < KEYS; i++) {
+            size_t len = test_key(i, key, sizeof key);
+            expected[n - 1][i] = ref_partition(ref, key, len);
+        }
+        rl_ring_free(ref);
+    }
+    for (int trial = 0; trial < 3; trial++) {
+        rl_kafka_partitioner_t *p = make("default", RL_VNODES_PROFILE);
+        pthread_t t[THREADS];
+        worker w[THREADS];
+        for (unsigned i = 0; i < THREADS; i++) {
+            w[i] = (worker){.p = p, .expected = expected, .seed = i * 5, .mismatches = 0};
+            assert_int_equal(pthread_create(&t[i], NULL, work, &w[i]), 0);
+        }
+        for (unsigned i = 0; i < THREADS; i++) {
+            assert_int_equal(pthread_join(t[i], NULL), 0);
+            assert_int_equal(w[i].mismatches, 0);
+        }
+        rl_kafka_partitioner_stats st;
+        assert_rl_ok(rl_kafka_partitioner_stats_get(p, &st));
+        assert_int_equal(st.rings, COUNTS);
+        rl_kafka_partitioner_destroy(p);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(same_ring_as_reference),
+        cmocka_unit_test(every_profile_agrees),
+        cmocka_unit_test(same_as_cli),
+        cmocka_unit_test(always_in_range),
+        cmocka_unit_test(null_key_policy),
+        cmocka_unit_test(growth_moves_keys_to_new_partitions_only),
+        cmocka_unit_test(option_errors),
+        cmocka_unit_test(concurrent_first_use),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
