@@ -91,6 +91,11 @@ int64_t rl__offsets_watermark(const rl__offsets *o)
     return o->watermark;
 }
 
+int64_t rl__offsets_oldest(const rl__offsets *o)
+{
+    return o->count ? o->offset[o->head] : -1;
+}
+
 uint32_t rl__offsets_in_flight(const rl__offsets *o)
 {
     return o->count;

@@ -34,6 +34,9 @@ int rl__offsets_complete(rl__offsets *o, int64_t offset);
  * an unfinished offset. */
 int64_t rl__offsets_watermark(const rl__offsets *o);
 
+/* The oldest offset in flight, -1 when none is. */
+int64_t rl__offsets_oldest(const rl__offsets *o);
+
 /* Offsets in flight (pushed, not yet popped because something before them is unfinished or
  * they are unfinished themselves). */
 uint32_t rl__offsets_in_flight(const rl__offsets *o);
