@@ -10,6 +10,7 @@ build="$build libmd-dev zlib1g-dev libmemcached-dev" # ketama MD5, groupcache CR
 # The Kafka partitioner: librdkafka, and kcat for the plugin's interoperability test.
 build="$build librdkafka-dev kcat"
 build="$build libuv1-dev" # the ordered dispatcher
+build="$build docker-compose" # validates docker-compose.yml (no Docker engine is needed)
 bench="valgrind"
 format="clang-format"
 
