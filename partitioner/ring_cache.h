@@ -13,8 +13,8 @@
 
 typedef struct rl__ring_entry {
     int32_t partition_cnt;
-    int error;       /* why there is no ring (RL_ETOOBIG): remembered, never retried */
-    rl_ring_t *ring; /* NULL when error is set */
+    int error;                   /* why there is no ring (RL_ETOOBIG): remembered, never retried */
+    rl_ring_t *ring;             /* NULL when error is set */
     struct rl__ring_entry *next; /* older entries; never changes once published */
 } rl__ring_entry;
 
