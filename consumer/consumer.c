@@ -44,6 +44,7 @@ void rl_consumer_options_init(rl_consumer_options *opts)
     opts->null_key = RL_CONSUMER_NULL_KEY_PARTITION;
     opts->max_key_len = 4096;
     opts->window = 65536;
+    opts->pending_max = 2048;
     opts->poll_batch = 500;
     opts->revoke_timeout_ms = 30000;
     opts->commit_interval_ms = 1000;
@@ -241,8 +242,8 @@ static int check_options(const rl_consumer_options *o)
     if (o->null_key != RL_CONSUMER_NULL_KEY_PARTITION &&
         o->null_key != RL_CONSUMER_NULL_KEY_DEAD_LETTER)
         return RL_EINVAL;
-    if (!o->max_key_len || !o->window || o->window > (1u << 24) || !o->poll_batch ||
-        !o->commit_interval_ms || !o->dlq_retry_ms)
+    if (!o->max_key_len || !o->window || o->window > (1u << 24) || !o->pending_max ||
+        !o->poll_batch || !o->commit_interval_ms || !o->dlq_retry_ms)
         return RL_EINVAL;
     char group[8];
     size_t size = sizeof group;

@@ -89,6 +89,10 @@ void rl__on_message(rl_consumer_t *c, rd_kafka_message_t *m)
     c->stats.consumed++;
     if (p->pending.len == 0 && offer(c, p, m) == 0)
         return;
+    /* Refused, or behind refused ones: kept in order. The partition pauses only when that
+     * backlog is long: a pause makes librdkafka drop what it fetched beyond and fetch it again
+     * on resume, and a resumed partition's fetching restarts only when its broker's thread
+     * next wakes up (up to a second in librdkafka 2.0 when that broker is otherwise idle). */
     if (rl__msgq_push(&p->pending, m) != 0) {
         /* Out of memory: let librdkafka fetch it again from here once the partition resumes
          * (dropping it would let the watermark pass it). */
@@ -102,7 +106,8 @@ void rl__on_message(rl_consumer_t *c, rd_kafka_message_t *m)
         rd_kafka_topic_partition_list_destroy(l);
         return;
     }
-    rl__part_pause(c, p);
+    if (p->pending.len >= c->opts.pending_max)
+        rl__part_pause(c, p);
 }
 
 void rl__drain_pending(rl_consumer_t *c, rl__part *p)
@@ -112,10 +117,12 @@ void rl__drain_pending(rl_consumer_t *c, rl__part *p)
     rd_kafka_message_t *m;
     while ((m = rl__msgq_front(&p->pending))) {
         if (offer(c, p, m) != 0)
-            return;
+            break;
         rl__msgq_pop(&p->pending);
     }
-    rl__part_resume(c, p);
+    /* Resumed at half, so that fetching restarts while the rest of the backlog drains. */
+    if (p->paused && p->pending.len <= c->opts.pending_max / 2)
+        rl__part_resume(c, p);
 }
 
 void rl__drain_all_pending(rl_consumer_t *c)

@@ -610,10 +610,15 @@ static void print_summary(int64_t dlq_before, int64_t dlq_after, double seconds,
     printf("  %-22s %ld  (two handlers with one key at once)\n", "overlaps",
            atomic_load(&ck->overlaps));
     printf("  %-22s %ld%s\n", "lost", missing, drained ? "" : "  (the run did not drain)");
+    uint64_t refused = first_run_stats.commit_failures;
+    for (int c = 0; c < DEMO_CONSUMERS; c++)
+        refused += cons[c].stats.commit_failures;
     printf("  %-22s %ld", "duplicates", dups);
     if (dups)
-        printf("  redelivered, at-least-once: a new owner reads again from the last commit "
-               "the group accepted");
+        printf("  redelivered (at-least-once): a partition's new owner starts at the last "
+               "commit the group accepted, and %" PRIu64 " commits were refused while the "
+               "group rebalanced",
+               refused);
     printf("\n");
     for (int i = 0; i <= nchanges; i++) {
         long d = atomic_load(&ck->dup_in_phase[i]);
@@ -631,15 +636,16 @@ static void print_summary(int64_t dlq_before, int64_t dlq_after, double seconds,
     printf("  %-22s %.1f s\n", "run time", seconds);
     printf("\n  %-34s keys moved\n", "change");
     for (int i = 1; i <= nchanges; i++)
-        printf("  %-34s %s\n", changes[i].what, changes[i].moved);
-    printf("\n  %-12s %10s %8s %8s %8s %8s %8s\n", "consumer", "consumed", "commits", "pauses",
-           "assigned", "revoked", "dead");
+        if (changes[i].moved[0])
+            printf("  %-34s %s\n", changes[i].what, changes[i].moved);
+    printf("\n  %-12s %10s %8s %8s %8s %8s %8s %8s\n", "consumer", "consumed", "commits", "refused",
+           "pauses", "assigned", "revoked", "dead");
     for (int i = 0; i <= DEMO_CONSUMERS; i++) {
         const rl_consumer_stats *s = i < DEMO_CONSUMERS ? &cons[i].stats : &first_run_stats;
         printf("  %-12s %10" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
-               "\n",
+               " %8" PRIu64 "\n",
                i < DEMO_CONSUMERS ? cons[i].name : "consumer-2*", s->consumed, s->commits,
-               s->pauses, s->assigned, s->revoked, s->dead_lettered);
+               s->commit_failures, s->pauses, s->assigned, s->revoked, s->dead_lettered);
     }
     printf("  (consumer-2* is consumer-2 before it was stopped)\n");
 }

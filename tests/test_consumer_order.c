@@ -69,7 +69,7 @@ static void feed_main(void *arg)
 typedef struct e2e_plan {
     const char *topic, *group, *strategy;
     int partitions, keys, per_key;
-    uint32_t lane_capacity, max_jobs, window; /* 0: defaults */
+    uint32_t lane_capacity, max_jobs, window, pending_max; /* 0: defaults */
     int work_us;
     bool restart, bounce, lanes;
 } e2e_plan;
@@ -93,6 +93,8 @@ static void e2e_run(const e2e_plan *plan)
             ts[i]->opts.dispatch.max_jobs = plan->max_jobs;
         if (plan->window)
             ts[i]->opts.window = plan->window;
+        if (plan->pending_max)
+            ts[i]->opts.pending_max = plan->pending_max;
         assert_rl_ok(ct_start(ts[i]));
     }
 
@@ -184,6 +186,9 @@ static void e2e_run(const e2e_plan *plan)
     assert_non_null(strstr(stats_a, "\"dispatcher\":{\"lanes\":"));
     if (plan->lanes)
         assert_non_null(strstr(stats_a, "\"name\":\"e\""));
+    if (plan->pending_max)
+        assert_true(a.last.pauses + b.last.pauses > 0 && a.last.pauses == a.last.resumes &&
+                    b.last.pauses == b.last.resumes);
     ct_free(&a);
     ct_free(&b);
     producer_stop(&p);
@@ -218,7 +223,8 @@ static void order_through_restart_eager(void **state)
     e2e_run(&plan);
 }
 
-/* Tiny lanes and windows with a slow handler: partitions pause and resume all the time. */
+/* Tiny lanes and windows with a slow handler: messages are refused all the time, kept in
+ * order, and partitions pause (64 kept) and resume. */
 static void backpressure_pauses_keep_order(void **state)
 {
     (void)state;
@@ -227,10 +233,11 @@ static void backpressure_pauses_keep_order(void **state)
                      .strategy = "cooperative-sticky",
                      .partitions = 3,
                      .keys = 40,
-                     .per_key = SLOW_BUILD ? 20 : 60,
+                     .per_key = SLOW_BUILD ? 20 : 40,
                      .lane_capacity = 2,
                      .max_jobs = 16,
                      .window = 8,
+                     .pending_max = 64,
                      .work_us = 200};
     e2e_run(&plan);
 }

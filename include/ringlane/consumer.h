@@ -13,10 +13,12 @@
  * its queue has something (no busy polling); the loop then polls in bounded batches.
  *
  * Backpressure: when the dispatcher refuses a message (its lane is full) or the partition's
- * window of offsets in flight is full, the partition is paused and the refused message kept;
- * when the lanes have room again it is submitted first, then the partition resumes. librdkafka
- * drops the messages it had fetched for a paused partition and fetches them again on resume,
- * from the offset after the last one polled, so nothing is lost, reordered or taken twice.
+ * window of offsets in flight is full, the message is kept, and so is every later message of
+ * its partition, in order; when pending_max are kept the partition is paused. When the lanes
+ * have room again the kept messages are submitted first, and the partition resumes once half
+ * of them are gone. librdkafka drops the messages it had fetched for a paused partition and
+ * fetches them again on resume, from the offset after the last one polled, so nothing is lost,
+ * reordered or taken twice.
  *
  * Rebalance (eager and cooperative alike): for a revoked partition the queued messages are taken
  * back from the lanes (not processed here: the next owner reads them again), the ones in flight
@@ -110,7 +112,8 @@ typedef struct rl_consumer_options {
     rd_kafka_conf_t *dlq_conf;
     int null_key;                /* enum rl_consumer_null_key (PARTITION) */
     uint32_t max_key_len;        /* longer keys are dead-lettered (4096) */
-    uint32_t window;             /* offsets in flight per partition before it pauses (65536) */
+    uint32_t window;             /* offsets dispatched and unfinished per partition (65536) */
+    uint32_t pending_max;        /* refused messages kept per partition before it pauses (2048) */
     uint32_t poll_batch;         /* messages per loop turn (500) */
     uint32_t revoke_timeout_ms;  /* how long a revoke waits for in-flight messages (30000) */
     uint32_t commit_interval_ms; /* how often stored watermarks are committed (1000) */
