@@ -460,6 +460,14 @@ static inline void ct_free(cthread *t)
     uv_mutex_destroy(&t->mu);
 }
 
+static inline long ct_dead_letters(cthread *t)
+{
+    uv_mutex_lock(&t->mu);
+    long n = t->dead_letters;
+    uv_mutex_unlock(&t->mu);
+    return n;
+}
+
 static inline int ct_assigned(cthread *t)
 {
     uv_mutex_lock(&t->mu);

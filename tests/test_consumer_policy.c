@@ -116,7 +116,7 @@ static void poison_goes_to_dlq(void **state)
     ct_init(&t, consumer_conf(&k, group, "cooperative-sticky"), topics, 1, poison_handler, &x);
     t.opts.dispatch.max_attempts = 3;
     assert_rl_ok(ct_start(&t));
-    WAIT_FOR(checker_complete(&x.ck, PER_KEY) == KEYS * PER_KEY && t.dead_letters == 1, 60);
+    WAIT_FOR(checker_complete(&x.ck, PER_KEY) == KEYS * PER_KEY && ct_dead_letters(&t) == 1, 60);
     ct_stop(&t);
     assert_int_equal(checker_complete(&x.ck, PER_KEY), KEYS * PER_KEY);
     assert_int_equal(atomic_load(&x.ck.violations), 0);
@@ -182,6 +182,14 @@ static int bad_handler(rl_consumer_t *c, const rd_kafka_message_t *m, uint32_t a
     return 0;
 }
 
+static int keyless_seen(bad_ctx *x)
+{
+    uv_mutex_lock(&x->mu);
+    int n = x->nseen;
+    uv_mutex_unlock(&x->mu);
+    return n;
+}
+
 typedef struct reasons {
     int n, no_key, too_long;
 } reasons;
@@ -242,8 +250,8 @@ static void malformed_messages_follow_the_policy(void **state)
             t.opts.dlq_topic = "bad-input-nokey";
         assert_rl_ok(ct_start(&t));
         long want_dead = policy ? NULLS + 1 : 1;
-        WAIT_FOR(atomic_load(&x.keyed) == NULLS && t.dead_letters == want_dead &&
-                     (policy || x.nseen == NULLS),
+        WAIT_FOR(atomic_load(&x.keyed) == NULLS && ct_dead_letters(&t) == want_dead &&
+                     (policy || keyless_seen(&x) == NULLS),
                  60);
         ct_stop(&t);
         assert_int_equal(atomic_load(&x.keyed), NULLS);
