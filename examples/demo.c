@@ -250,7 +250,7 @@ static int create_topic(rd_kafka_t *rk, const char *topic, int partitions)
     }
     rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
     rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
-    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 10000);
     int rc = -1;
     const rd_kafka_CreateTopics_result_t *res = ev ? rd_kafka_event_CreateTopics_result(ev) : NULL;
     if (res) {
@@ -262,7 +262,7 @@ static int create_topic(rd_kafka_t *rk, const char *topic, int partitions)
         else
             fprintf(stderr, "ringlane-demo: create topic %s: %s\n", topic, rd_kafka_err2str(e));
     } else {
-        fprintf(stderr, "ringlane-demo: create topic %s: no answer\n", topic);
+        fprintf(stderr, "ringlane-demo: create topic %s: no answer in 10 s\n", topic);
     }
     if (ev)
         rd_kafka_event_destroy(ev);
@@ -292,10 +292,14 @@ static int prepare_real_cluster(void)
     rd_kafka_t *rk = admin_client();
     if (!rk)
         return -1;
-    int rc = create_topic(rk, app.topic, app.partitions);
-    if (!rc && strcmp(app.role, "producer") != 0)
-        rc = create_topic(rk, app.dlq_topic, 1);
-    int n = rc ? -1 : partition_count(rk, app.topic);
+    /* A failed creation is not the end: the topic may exist already, or the cluster may
+     * create it on first use; its partition count decides. */
+    create_topic(rk, app.topic, app.partitions);
+    if (strcmp(app.role, "producer") != 0)
+        create_topic(rk, app.dlq_topic, 1);
+    int n = partition_count(rk, app.topic);
+    if (strcmp(app.role, "producer") != 0)
+        partition_count(rk, app.dlq_topic);
     rd_kafka_destroy(rk);
     if (n < 1 || n > DEMO_PARTITIONS_MAX) {
         fprintf(stderr, "ringlane-demo: cannot learn the partitions of %s\n", app.topic);
@@ -836,12 +840,15 @@ int main(int argc, char **argv)
         return 1;
     if (app.mock_mode)
         printf("mock cluster: %d brokers on %s; topic %s: %d partitions (leaders on brokers "
-               "1..3), dead letters to %s\n",
-               MOCK_BROKERS, app.servers, app.topic, app.partitions, app.dlq_topic);
-    printf("consumers: group %s, %s, %d lanes each (%s..lane-%c); keys user:0..user:%d; %ld "
-           "events at %ld/s\n",
-           app.group, app.assignor, app.lanes, app.lane_names[0], 'a' + app.lanes - 1, app.keys - 1,
-           app.messages, app.rate);
+               "1..3)\n",
+               MOCK_BROKERS, app.servers, app.topic, app.partitions);
+    if (!consumer_role)
+        printf("producer: %ld events over keys user:0..user:%d at %ld/s (0: unlimited) to %s\n",
+               app.messages, app.keys - 1, app.rate, app.topic);
+    if (strcmp(app.role, "producer") != 0)
+        printf("consumers: group %s, %s, %d lanes each (%s..lane-%c), dead letters to %s\n",
+               app.group, app.assignor, app.lanes, app.lane_names[0], 'a' + app.lanes - 1,
+               app.dlq_topic);
     fflush(stdout);
 
     int rc;
