@@ -148,9 +148,11 @@ RL_EXTERN rd_kafka_t *rl_consumer_kafka(rl_consumer_t *c);
 
 /* Starts closing (loop thread): stops taking messages, revokes every partition as a rebalance
  * does (waits for in-flight messages, commits the watermarks), leaves the group, then closes
- * the dispatcher and flushes the dead-letter producer. cb (may be NULL) runs when everything
- * has ended; the consumer is freed when it returns. Errors: RL_EINVAL, RL_ESTATE (not the loop
- * thread), RL_ECLOSED (already closing). */
+ * the dispatcher (handler calls still running finish) and flushes the dead-letter producer
+ * (up to revoke_timeout_ms). Leaving the group does not block the loop; the revoke's waits,
+ * the final flush and librdkafka's destroy do, within their bounds. cb (may be NULL) runs when
+ * everything has ended; the consumer is freed when it returns. Errors: RL_EINVAL, RL_ESTATE
+ * (not the loop thread), RL_ECLOSED (already closing). */
 RL_EXTERN int rl_consumer_close(rl_consumer_t *c, rl_consumer_close_cb cb);
 
 /* --- statistics (loop thread) --- */
