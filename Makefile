@@ -7,6 +7,7 @@ CMAKE_FLAGS ?=
 CTEST_FLAGS ?=
 
 .PHONY: all deps build test demo bench asan tsan memcheck fuzz format format-check install clean
+.PHONY: demo-ring
 
 all: build
 
@@ -20,7 +21,12 @@ build: deps
 test: build
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
 
+# The whole pipeline on librdkafka's mock cluster: ring partitioner, consumer group, ordered lanes.
 demo: build
+	@$(BUILD)/examples/ringlane-demo
+
+# The ring itself with the ringlane command-line tool.
+demo-ring: build
 	@scripts/demo.sh $(BUILD)
 
 bench: build

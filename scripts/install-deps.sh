@@ -11,6 +11,7 @@ build="$build libssl-dev" # libmemcached.pc requires libcrypto.pc
 # The Kafka partitioner: librdkafka, and kcat for the plugin's interoperability test.
 build="$build librdkafka-dev kcat"
 build="$build libuv1-dev" # the ordered dispatcher
+build="$build docker-compose" # validates docker-compose.yml (no Docker engine is needed)
 bench="valgrind"
 format="clang-format"
 fuzz="clang libclang-rt-14-dev"

@@ -1,0 +1,423 @@
+/* The consumer's life on the loop: making it, waking up when librdkafka has something, polling
+ * in bounded batches, the periodic tick, and closing. */
+#include "consumer_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TICK_MS 100 /* the safety-net poll, commits, dead-letter retries, paused partitions */
+
+/* Consumer properties a producer would warn about: left out of the dead-letter producer's copy
+ * of the consumer's configuration (prefixes). */
+static const char *consumer_only[] = {
+    "group.",
+    "partition.assignment.strategy",
+    "session.timeout.ms",
+    "heartbeat.",
+    "coordinator.query.interval.ms",
+    "max.poll.interval.ms",
+    "enable.auto.",
+    "auto.commit.",
+    "auto.offset.reset",
+    "queued.",
+    "fetch.",
+    "max.partition.fetch.bytes",
+    "offset.store.",
+    "isolation.level",
+    "enable.partition.eof",
+    "check.crcs",
+    "consume.callback.max.messages",
+    "allow.auto.create.topics",
+    "consume_cb",
+    "rebalance_cb",
+    "offset_commit_cb",
+};
+
+void rl_consumer_options_init(rl_consumer_options *opts)
+{
+    if (!opts)
+        return;
+    memset(opts, 0, sizeof *opts);
+    rl_dispatch_options_init(&opts->dispatch);
+    opts->null_key = RL_CONSUMER_NULL_KEY_PARTITION;
+    opts->max_key_len = 4096;
+    opts->window = 65536;
+    opts->pending_max = 2048;
+    opts->poll_batch = 500;
+    opts->revoke_timeout_ms = 30000;
+    opts->commit_interval_ms = 1000;
+    opts->dlq_retry_ms = 1000;
+}
+
+void *rl_consumer_get_data(const rl_consumer_t *c)
+{
+    return c ? c->opts.data : NULL;
+}
+
+rl_dispatcher_t *rl_consumer_dispatcher(rl_consumer_t *c)
+{
+    return c ? c->d : NULL;
+}
+
+rd_kafka_t *rl_consumer_kafka(rl_consumer_t *c)
+{
+    return c ? c->rk : NULL;
+}
+
+bool rl__consumer_on_loop(const rl_consumer_t *c)
+{
+    uv_thread_t self = uv_thread_self();
+    return uv_thread_equal(&self, &c->loop_thread) != 0;
+}
+
+uint64_t rl__now_ms(void)
+{
+    return uv_hrtime() / 1000000u;
+}
+
+void rl__consumer_error(rl_consumer_t *c, rd_kafka_resp_err_t err, const char *fmt, ...)
+{
+    if (!c->opts.on_error)
+        return;
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    c->opts.on_error(c, err, text);
+}
+
+static void on_kafka_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+    (void)rk;
+    rl__consumer_error(opaque, (rd_kafka_resp_err_t)err, "%s", reason);
+}
+
+/* On a librdkafka thread, when one of our queues turns non-empty: only wake the loop. */
+void rl__wake_cb(rd_kafka_t *rk, void *opaque);
+void rl__wake_cb(rd_kafka_t *rk, void *opaque)
+{
+    (void)rk;
+    rl_consumer_t *c = opaque;
+    uv_mutex_lock(&c->wake_mu);
+    if (c->wake_alive)
+        uv_async_send(&c->wake);
+    uv_mutex_unlock(&c->wake_mu);
+}
+
+/* --- closing --- */
+
+static void on_handle_closed(uv_handle_t *h)
+{
+    rl_consumer_t *c = h->data;
+    if (--c->handles_open > 0)
+        return;
+    if (c->close_cb)
+        c->close_cb(c);
+    uv_mutex_destroy(&c->wake_mu);
+    free((void *)c->opts.dlq_topic);
+    free(c);
+}
+
+/* Everything librdkafka had is gone and every job has ended: free the rest. */
+static void finish(rl_consumer_t *c)
+{
+    rl__dlq_close(c, c->opts.revoke_timeout_ms);
+    uv_mutex_lock(&c->wake_mu);
+    c->wake_alive = false;
+    uv_mutex_unlock(&c->wake_mu);
+    if (c->q) {
+        rd_kafka_queue_cb_event_enable(c->q, NULL, NULL);
+        rd_kafka_queue_destroy(c->q);
+        c->q = NULL;
+    }
+    if (c->rk) {
+        rd_kafka_destroy(c->rk);
+        c->rk = NULL;
+    }
+    rl__topics_free(c);
+    uv_close((uv_handle_t *)&c->wake, on_handle_closed);
+    uv_close((uv_handle_t *)&c->timer, on_handle_closed);
+}
+
+static void on_dispatcher_closed(rl_dispatcher_t *d)
+{
+    rl_consumer_t *c = rl_dispatch_get_data(d);
+    c->d = NULL;
+    finish(c);
+}
+
+/* Hands the partitions back (the rebalance callback revokes them, committing the watermarks)
+ * and leaves the group, without blocking the loop: librdkafka posts the steps on our queue. */
+static void start_leaving(rl_consumer_t *c)
+{
+    c->leaving = true;
+    for (uint32_t i = 0; i < c->ntopics; i++)
+        for (int32_t k = 0; k < c->topics[i]->nparts; k++)
+            if (c->topics[i]->parts[k])
+                rl__msgq_clear(&c->topics[i]->parts[k]->pending);
+    rd_kafka_error_t *error = rd_kafka_consumer_close_queue(c->rk, c->q);
+    if (error) {
+        rl__consumer_error(c, rd_kafka_error_code(error), "close: %s",
+                           rd_kafka_error_string(error));
+        rd_kafka_error_destroy(error);
+        c->kafka_closed = true;
+    }
+}
+
+static void serve(rl_consumer_t *c)
+{
+    if (c->serving || c->kafka_closed)
+        return;
+    c->serving = true;
+    if (c->closing && !c->leaving)
+        start_leaving(c);
+    bool more = false;
+    if (!c->kafka_closed) {
+        uint32_t i = 0;
+        rd_kafka_message_t *m;
+        while (i < c->opts.poll_batch && (m = rd_kafka_consumer_poll(c->rk, 0))) {
+            rl__on_message(c, m);
+            i++;
+        }
+        more = i == c->opts.poll_batch; /* the queue's wake-up only comes when it was empty */
+        if (c->leaving && rd_kafka_consumer_closed(c->rk))
+            c->kafka_closed = true;
+    }
+    if (c->dlq)
+        rd_kafka_poll(c->dlq, 0);
+    c->serving = false;
+    if (c->kafka_closed) {
+        if (rl_dispatch_close(c->d, RL_DISPATCH_STOP, on_dispatcher_closed) != 0)
+            on_dispatcher_closed(c->d); /* not reached: only closed here */
+    } else if (more) {
+        uv_async_send(&c->wake);
+    }
+}
+
+static void on_wake(uv_async_t *a)
+{
+    serve(a->data);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    rl_consumer_t *c = t->data;
+    serve(c);
+    if (c->closing)
+        return;
+    rl__store_watermarks(c);
+    rl__dlq_retry(c);
+    rl__drain_all_pending(c); /* in case the lanes made room without telling */
+}
+
+int rl_consumer_close(rl_consumer_t *c, rl_consumer_close_cb cb)
+{
+    if (!c)
+        return RL_EINVAL;
+    if (!rl__consumer_on_loop(c))
+        return RL_ESTATE;
+    if (c->closing)
+        return RL_ECLOSED;
+    c->closing = true;
+    c->close_cb = cb;
+    uv_async_send(&c->wake); /* the work starts outside any callback of ours */
+    return 0;
+}
+
+/* --- making one --- */
+
+static int check_options(const rl_consumer_options *o)
+{
+    if (!o->conf || !o->handler || !o->topics || !o->topic_count)
+        return RL_EINVAL;
+    for (size_t i = 0; i < o->topic_count; i++)
+        if (!o->topics[i] || !*o->topics[i])
+            return RL_EINVAL;
+    const rl_dispatch_options *d = &o->dispatch;
+    if (d->handler || d->on_done || d->on_capacity || d->data || !d->lanes || !d->lane_count)
+        return RL_EINVAL;
+    if (o->null_key != RL_CONSUMER_NULL_KEY_PARTITION &&
+        o->null_key != RL_CONSUMER_NULL_KEY_DEAD_LETTER)
+        return RL_EINVAL;
+    if (!o->max_key_len || !o->window || o->window > (1u << 24) || !o->pending_max ||
+        !o->poll_batch || !o->commit_interval_ms || !o->dlq_retry_ms)
+        return RL_EINVAL;
+    char group[8];
+    size_t size = sizeof group;
+    rd_kafka_conf_res_t res = rd_kafka_conf_get(o->conf, "group.id", group, &size);
+    if (res != RD_KAFKA_CONF_OK || size <= 1)
+        return RL_EINVAL; /* a consumer group is the point */
+    return 0;
+}
+
+static int set(rd_kafka_conf_t *conf, const char *name, const char *value)
+{
+    char err[256];
+    return rd_kafka_conf_set(conf, name, value, err, sizeof err) == RD_KAFKA_CONF_OK ? 0
+                                                                                     : RL_EKAFKA;
+}
+
+static int subscribe(rl_consumer_t *c, const rl_consumer_options *o)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)o->topic_count);
+    for (size_t i = 0; i < o->topic_count; i++)
+        rd_kafka_topic_partition_list_add(l, o->topics[i], RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t err = rd_kafka_subscribe(c->rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    if (err) {
+        rl__consumer_error(c, err, "subscribe");
+        return RL_EKAFKA;
+    }
+    return 0;
+}
+
+/* The Kafka side: the consumer, its queue, the dead-letter producer, the subscription. Takes
+ * both configurations over. */
+static int kafka_new(rl_consumer_t *c, const rl_consumer_options *o)
+{
+    rd_kafka_conf_t *conf = o->conf, *dconf = o->dlq_conf;
+    int rc = 0;
+    if (c->dlq_enabled && !dconf) {
+        dconf = rd_kafka_conf_dup_filter(conf, sizeof consumer_only / sizeof *consumer_only,
+                                         consumer_only);
+        if (!dconf || set(dconf, "enable.idempotence", "true") != 0)
+            rc = RL_EKAFKA;
+    } else if (!c->dlq_enabled && dconf) {
+        rd_kafka_conf_destroy(dconf);
+        dconf = NULL;
+    }
+    /* librdkafka commits what we store, and only the watermark is ever stored. */
+    char interval[16];
+    snprintf(interval, sizeof interval, "%u", (unsigned)o->commit_interval_ms);
+    if (!rc && (set(conf, "enable.auto.commit", "true") != 0 ||
+                set(conf, "enable.auto.offset.store", "false") != 0 ||
+                set(conf, "auto.commit.interval.ms", interval) != 0))
+        rc = RL_EKAFKA;
+    if (rc) {
+        rd_kafka_conf_destroy(conf);
+        if (dconf)
+            rd_kafka_conf_destroy(dconf);
+        return rc;
+    }
+    rd_kafka_conf_set_rebalance_cb(conf, rl__rebalance_cb);
+    rd_kafka_conf_set_offset_commit_cb(conf, rl__commit_cb);
+    rd_kafka_conf_set_error_cb(conf, on_kafka_error);
+    rd_kafka_conf_set_opaque(conf, c);
+    char err[512];
+    c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+    if (!c->rk) {
+        rl__consumer_error(c, RD_KAFKA_RESP_ERR__INVALID_ARG, "consumer: %s", err);
+        rd_kafka_conf_destroy(conf);
+        if (dconf)
+            rd_kafka_conf_destroy(dconf);
+        return RL_EKAFKA;
+    }
+    rd_kafka_poll_set_consumer(c->rk);
+    c->q = rd_kafka_queue_get_consumer(c->rk);
+    rd_kafka_queue_cb_event_enable(c->q, rl__wake_cb, c);
+    if (dconf) {
+        rd_kafka_conf_set_error_cb(dconf, on_kafka_error);
+        rc = rl__dlq_new(c, dconf);
+    }
+    if (!rc)
+        rc = subscribe(c, o);
+    return rc;
+}
+
+static void kafka_free(rl_consumer_t *c)
+{
+    rl__dlq_close(c, 0);
+    if (c->q) {
+        rd_kafka_queue_cb_event_enable(c->q, NULL, NULL);
+        rd_kafka_queue_destroy(c->q);
+    }
+    if (c->rk)
+        rd_kafka_destroy(c->rk);
+    c->q = NULL;
+    c->rk = NULL;
+}
+
+int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_consumer_t **out)
+{
+    if (out)
+        *out = NULL;
+    int rc = !out || !loop || !opts ? RL_EINVAL : check_options(opts);
+    rl_consumer_t *c = rc ? NULL : calloc(1, sizeof *c);
+    if (!rc && !c)
+        rc = RL_ENOMEM;
+    if (!rc && uv_mutex_init(&c->wake_mu) != 0)
+        rc = RL_ELOOP;
+    if (rc) {
+        free(c);
+        if (opts && opts->conf)
+            rd_kafka_conf_destroy(opts->conf);
+        if (opts && opts->dlq_conf)
+            rd_kafka_conf_destroy(opts->dlq_conf);
+        return rc;
+    }
+    c->loop = loop;
+    c->loop_thread = uv_thread_self();
+    c->opts = *opts;
+    c->opts.conf = c->opts.dlq_conf = NULL;
+    c->opts.topics = NULL;
+    c->opts.topic_count = 0;
+    c->opts.dispatch.lanes = NULL;
+    c->opts.dispatch.lane_count = 0;
+    c->dlq_enabled = !opts->dlq_topic || *opts->dlq_topic;
+    c->opts.dlq_topic = NULL;
+    if (opts->dlq_topic && *opts->dlq_topic && !(c->opts.dlq_topic = strdup(opts->dlq_topic)))
+        rc = RL_ENOMEM;
+
+    rl_dispatch_options dopts = opts->dispatch;
+    dopts.handler = rl__job_handler;
+    dopts.on_done = rl__job_done;
+    dopts.on_capacity = rl__on_capacity;
+    dopts.data = c;
+    if (!rc)
+        rc = rl_dispatch_init(loop, &dopts, &c->d);
+    if (rc) {
+        rd_kafka_conf_destroy(opts->conf);
+        if (opts->dlq_conf)
+            rd_kafka_conf_destroy(opts->dlq_conf);
+    } else {
+        rc = kafka_new(c, opts); /* takes the configurations over */
+    }
+    if (!rc) {
+        if (uv_async_init(loop, &c->wake, on_wake) != 0) {
+            rc = RL_ELOOP;
+        } else {
+            c->wake.data = c;
+            c->handles_open = 1;
+            if (uv_timer_init(loop, &c->timer) != 0)
+                rc = RL_ELOOP;
+        }
+    }
+    if (rc) {
+        kafka_free(c);
+        rl__topics_free(c);
+        if (c->d)
+            rl_dispatch_close(c->d, RL_DISPATCH_STOP, NULL); /* frees itself on the loop */
+        if (c->handles_open) {
+            /* The wake handle exists: it must be closed on the loop before c can go. */
+            c->close_cb = NULL;
+            uv_close((uv_handle_t *)&c->wake, on_handle_closed);
+        } else {
+            uv_mutex_destroy(&c->wake_mu);
+            free((void *)c->opts.dlq_topic);
+            free(c);
+        }
+        return rc;
+    }
+    c->handles_open = 2;
+    c->timer.data = c;
+    uv_mutex_lock(&c->wake_mu);
+    c->wake_alive = true;
+    uv_mutex_unlock(&c->wake_mu);
+    uv_timer_start(&c->timer, on_tick, TICK_MS, TICK_MS);
+    uv_async_send(&c->wake); /* anything librdkafka queued before the wake-up was armed */
+    *out = c;
+    return 0;
+}

@@ -1,0 +1,142 @@
+/* Internals shared by the consumer's source files. Not installed.
+ *
+ * Everything here is touched on the loop thread only, except `wake_mu`/`wake_alive` (taken by
+ * librdkafka's threads when a queue turns non-empty) and the handler's read of `opts`. */
+#ifndef RINGLANE_CONSUMER_INTERNAL_H
+#define RINGLANE_CONSUMER_INTERNAL_H
+
+#include "offsets.h"
+#include "ringlane/consumer.h"
+#include "ringlane/error.h"
+
+#include <stdbool.h>
+#include <uv.h>
+
+/* Messages kept, in order, while their partition is paused: a ring buffer that grows. */
+typedef struct rl__msgq {
+    rd_kafka_message_t **v;
+    size_t cap, head, len;
+} rl__msgq;
+
+int rl__msgq_push(rl__msgq *q, rd_kafka_message_t *m); /* RL_ENOMEM */
+rd_kafka_message_t *rl__msgq_front(const rl__msgq *q);
+void rl__msgq_pop(rl__msgq *q);
+void rl__msgq_clear(rl__msgq *q); /* destroys the messages */
+void rl__msgq_free(rl__msgq *q);
+
+struct rl__topic;
+
+/* One partition, allocated the first time it is assigned and kept until the consumer is
+ * freed, so jobs may point at it across revokes: their epoch tells whether they still count. */
+typedef struct rl__part {
+    struct rl__topic *topic;
+    int32_t partition;
+    int64_t tag;    /* the dispatcher tag of its jobs: topic index << 32 | partition */
+    uint32_t epoch; /* bumped at every assign and revoke */
+    bool assigned;
+    bool paused;      /* by us, for backpressure */
+    bool window_full; /* the last refusal was the window's: retry when an offset completes */
+    rl__offsets win;
+    int64_t next_offset;    /* the offset after the last message taken, -1 before the first */
+    int64_t committed;      /* acknowledged by the group coordinator, -1 before */
+    int64_t stored;         /* the last watermark handed to librdkafka's auto-committer */
+    rl__msgq pending;       /* refused messages, oldest first */
+    uint32_t dlq_in_flight; /* dead letters of this epoch waiting for a delivery report */
+    char null_key[48];      /* the key keyless messages are dispatched under */
+    size_t null_key_len;
+} rl__part;
+
+typedef struct rl__topic {
+    char *name;
+    char *dlq; /* the dead-letter topic for its messages, NULL when there is none */
+    uint32_t index;
+    rl__part **parts; /* by partition number, NULL where never assigned */
+    int32_t nparts;
+    const rd_kafka_topic_t *last_rkt; /* the handle its messages came with, a lookup shortcut */
+} rl__topic;
+
+/* A message on its way: in a lane, or waiting for the dead-letter topic. */
+typedef struct rl__cjob {
+    rl_consumer_t *c;
+    rl__part *part;
+    uint32_t epoch;
+    int64_t offset;
+    rd_kafka_message_t *msg;
+    /* dead letters */
+    char reason[160];
+    uint32_t attempts;
+    uint64_t retry_at_ms; /* when a failed dead-letter produce is tried again, 0: not waiting */
+    struct rl__cjob *prev, *next; /* in c->dead_letters */
+} rl__cjob;
+
+struct rl_consumer {
+    uv_loop_t *loop;
+    uv_thread_t loop_thread;
+    rl_consumer_options opts; /* conf, dlq_conf and the topic list are not kept */
+    rl_dispatcher_t *d;
+    rd_kafka_t *rk;      /* the consumer */
+    rd_kafka_queue_t *q; /* its consumer queue (the main queue is forwarded to it) */
+    rd_kafka_t *dlq;     /* the dead-letter producer, NULL without a dead-letter topic */
+    rd_kafka_queue_t *dlq_q;
+    int dlq_enabled; /* 0 when opts.dlq_topic is "" */
+
+    uv_async_t wake;  /* librdkafka's queues have something, or a batch was cut short */
+    uv_timer_t timer; /* the safety net: polls, commits, dead-letter retries, paused partitions */
+    uv_mutex_t wake_mu;
+    bool wake_alive; /* under wake_mu: the handle may still be woken */
+    int handles_open;
+
+    rl__topic **topics;
+    uint32_t ntopics;
+
+    rl__cjob *dead_letters; /* every dead letter not yet delivered */
+    bool serving;           /* inside a poll batch */
+    bool closing;           /* rl_consumer_close was called */
+    bool leaving;           /* librdkafka is closing the consumer (close_queue called) */
+    bool kafka_closed;      /* ... and has finished */
+    bool dispatcher_gone;
+    rl_consumer_close_cb close_cb;
+
+    rl_consumer_stats stats;
+};
+
+/* True on the thread that called rl_consumer_new. */
+bool rl__consumer_on_loop(const rl_consumer_t *c);
+uint64_t rl__now_ms(void);
+void rl__consumer_error(rl_consumer_t *c, rd_kafka_resp_err_t err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* partitions.c */
+rl__part *rl__part_get(rl_consumer_t *c, const char *topic, int32_t partition, bool create);
+rl__part *rl__part_of_message(rl_consumer_t *c, const rd_kafka_message_t *m);
+void rl__part_pause(rl_consumer_t *c, rl__part *p);
+void rl__part_resume(rl_consumer_t *c, rl__part *p);
+void rl__topics_free(rl_consumer_t *c);
+
+/* flow.c: messages in, jobs out */
+void rl__on_message(rl_consumer_t *c, rd_kafka_message_t *m);
+void rl__drain_pending(rl_consumer_t *c, rl__part *p);
+void rl__drain_all_pending(rl_consumer_t *c);
+void rl__complete(rl_consumer_t *c, rl__part *p, int64_t offset);
+int rl__job_handler(rl_dispatcher_t *d, rl_dispatch_job *job);
+void rl__job_done(rl_dispatcher_t *d, rl_dispatch_job *job, int outcome);
+void rl__on_capacity(rl_dispatcher_t *d);
+void rl__cjob_free(rl__cjob *j);
+
+/* rebalance.c */
+void rl__rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                      rd_kafka_topic_partition_list_t *parts, void *opaque);
+void rl__commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                   rd_kafka_topic_partition_list_t *offsets, void *opaque);
+void rl__store_watermarks(rl_consumer_t *c);
+
+/* dead_letter.c */
+int rl__dlq_new(rl_consumer_t *c, rd_kafka_conf_t *conf);
+void rl__dead_letter(rl_consumer_t *c, rl__cjob *j);
+void rl__dlq_retry(rl_consumer_t *c);
+void rl__dlq_wait(rl_consumer_t *c, rl__part *const *parts, size_t n, uint64_t deadline_ms);
+void rl__dlq_forget(rl_consumer_t *c, rl__part *p);
+void rl__dlq_close(rl_consumer_t *c, uint32_t flush_ms);
+void rl__dlq_delivered(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque);
+
+#endif

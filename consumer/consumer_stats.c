@@ -1,0 +1,147 @@
+/* The consumer's statistics: counters, each assigned partition's offsets, and the dispatcher's
+ * lanes. */
+#include "consumer_internal.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static void part_stats(rl_consumer_t *c, const rl__part *p, rl_consumer_partition_stats *e)
+{
+    e->topic = p->topic->name;
+    e->partition = p->partition;
+    e->epoch = p->epoch;
+    e->paused = p->paused;
+    e->committed = p->committed;
+    e->watermark = rl__offsets_watermark(&p->win);
+    int64_t low = -1, high = -1;
+    /* librdkafka's cached value from the last fetch: no request, no wait. */
+    if (rd_kafka_get_watermark_offsets(c->rk, p->topic->name, p->partition, &low, &high) != 0)
+        high = -1;
+    e->high = high >= 0 ? high : -1;
+    /* Lag counts what is not finished yet: from the oldest offset in flight, else the
+     * watermark, else where fetching stands. */
+    int64_t from = rl__offsets_oldest(&p->win);
+    if (from < 0)
+        from = e->watermark >= 0 ? e->watermark : p->next_offset;
+    e->lag = e->high >= 0 && from >= 0 ? (e->high > from ? e->high - from : 0) : -1;
+    e->in_flight = rl__offsets_in_flight(&p->win);
+    e->pending = p->pending.len;
+    e->dead_letters_in_flight = p->dlq_in_flight;
+}
+
+int rl_consumer_stats_get(rl_consumer_t *c, rl_consumer_stats *out,
+                          rl_consumer_partition_stats *parts, size_t cap, size_t *n)
+{
+    if (n)
+        *n = 0;
+    if (!c || !out || (!parts && cap))
+        return RL_EINVAL;
+    if (!rl__consumer_on_loop(c))
+        return RL_ESTATE;
+    *out = c->stats;
+    size_t k = 0;
+    for (uint32_t i = 0; i < c->ntopics; i++) {
+        const rl__topic *t = c->topics[i];
+        for (int32_t j = 0; j < t->nparts; j++) {
+            const rl__part *p = t->parts[j];
+            if (!p || !p->assigned)
+                continue;
+            if (k < cap)
+                part_stats(c, p, &parts[k]);
+            k++;
+        }
+    }
+    if (n)
+        *n = k;
+    return 0;
+}
+
+typedef struct out_buf {
+    char *buf;
+    size_t cap, len;
+} out_buf;
+
+static void put(out_buf *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put(out_buf *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = o->len < o->cap ? o->cap - o->len : 0;
+    int n = vsnprintf(room ? o->buf + o->len : NULL, room, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        o->len += (size_t)n;
+}
+
+static void put_string(out_buf *o, const char *s)
+{
+    put(o, "\"");
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            put(o, "\\%c", *p);
+        else if (*p < 0x20)
+            put(o, "\\u%04x", *p);
+        else
+            put(o, "%c", *p);
+    }
+    put(o, "\"");
+}
+
+int rl_consumer_stats_json(rl_consumer_t *c, char *buf, size_t cap, size_t *len)
+{
+    if (!c || (!buf && cap))
+        return RL_EINVAL;
+    rl_consumer_stats s;
+    size_t n = 0;
+    int rc = rl_consumer_stats_get(c, &s, NULL, 0, &n);
+    if (rc)
+        return rc;
+    rl_consumer_partition_stats *ps = calloc(n ? n : 1, sizeof *ps);
+    size_t dlen = 0;
+    char *dj = NULL;
+    if (c->d && rl_dispatch_stats_json(c->d, NULL, 0, &dlen) == RL_ERANGE)
+        dj = malloc(dlen + 1);
+    if (!ps || (c->d && (!dj || rl_dispatch_stats_json(c->d, dj, dlen + 1, NULL) != 0))) {
+        free(ps);
+        free(dj);
+        return RL_ENOMEM;
+    }
+    rl_consumer_stats_get(c, &s, ps, n, &n);
+    out_buf o = {buf, cap, 0};
+    put(&o,
+        "{\"partitions\":%zu,\"consumed\":%" PRIu64 ",\"dispatched\":%" PRIu64 ",\"done\":%" PRIu64
+        ",\"dead_lettered\":%" PRIu64 ",\"dlq_failures\":%" PRIu64 ",\"null_keys\":%" PRIu64
+        ",\"bad_keys\":%" PRIu64 ",\"refetched\":%" PRIu64,
+        s.partitions, s.consumed, s.dispatched, s.done, s.dead_lettered, s.dlq_failures,
+        s.null_keys, s.bad_keys, s.refetched);
+    put(&o,
+        ",\"stale\":%" PRIu64 ",\"returned\":%" PRIu64 ",\"pauses\":%" PRIu64
+        ",\"resumes\":%" PRIu64 ",\"assigned\":%" PRIu64 ",\"revoked\":%" PRIu64
+        ",\"lost\":%" PRIu64 ",\"revoke_timeouts\":%" PRIu64 ",\"commits\":%" PRIu64
+        ",\"commit_failures\":%" PRIu64 ",\"partition\":[",
+        s.stale, s.returned, s.pauses, s.resumes, s.assigned, s.revoked, s.lost, s.revoke_timeouts,
+        s.commits, s.commit_failures);
+    for (size_t i = 0; i < n; i++) {
+        const rl_consumer_partition_stats *e = &ps[i];
+        put(&o, "%s{\"topic\":", i ? "," : "");
+        put_string(&o, e->topic);
+        put(&o,
+            ",\"partition\":%d,\"epoch\":%u,\"paused\":%s,\"committed\":%" PRId64
+            ",\"watermark\":%" PRId64 ",\"high\":%" PRId64 ",\"lag\":%" PRId64
+            ",\"in_flight\":%" PRIu64 ",\"pending\":%" PRIu64 ",\"dead_letters_in_flight\":%" PRIu64
+            "}",
+            (int)e->partition, (unsigned)e->epoch, e->paused ? "true" : "false", e->committed,
+            e->watermark, e->high, e->lag, e->in_flight, e->pending, e->dead_letters_in_flight);
+    }
+    put(&o, "],\"dispatcher\":%s}", dj ? dj : "null");
+    free(ps);
+    free(dj);
+    if (cap)
+        o.buf[o.len < cap ? o.len : cap - 1] = '\0';
+    if (len)
+        *len = o.len;
+    return o.len >= cap ? RL_ERANGE : 0;
+}

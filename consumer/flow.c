@@ -1,0 +1,182 @@
+/* The way of one message: polled, checked against the bad-input policy, submitted to its lane
+ * (or kept while its partition is paused), handled, and completed in the offset window. */
+#include "consumer_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+void rl__cjob_free(rl__cjob *j)
+{
+    if (j->msg)
+        rd_kafka_message_destroy(j->msg);
+    free(j);
+}
+
+/* Offers one message to the dispatcher (or the dead-letter topic). 0: taken; RL_EAGAIN: keep it
+ * and try again later (lanes full, window full, no lane, out of memory). */
+static int offer(rl_consumer_t *c, rl__part *p, rd_kafka_message_t *m)
+{
+    if (rl__offsets_in_flight(&p->win) >= p->win.cap) {
+        p->window_full = true;
+        return RL_EAGAIN;
+    }
+    rl__cjob *j = calloc(1, sizeof *j);
+    if (!j)
+        return RL_EAGAIN;
+    j->c = c;
+    j->part = p;
+    j->epoch = p->epoch;
+    j->offset = m->offset;
+    j->msg = m; /* before the submission: a worker may start on it at once */
+
+    const void *key = m->key;
+    size_t key_len = m->key_len;
+    if (!key || !key_len) {
+        c->stats.null_keys++;
+        if (c->opts.null_key == RL_CONSUMER_NULL_KEY_DEAD_LETTER) {
+            snprintf(j->reason, sizeof j->reason, "no key (null-key policy: dead letter)");
+            key = NULL;
+        } else {
+            key = p->null_key;
+            key_len = p->null_key_len;
+        }
+    } else if (key_len > c->opts.max_key_len) {
+        c->stats.bad_keys++;
+        snprintf(j->reason, sizeof j->reason, "key of %zu bytes, over max_key_len %u", key_len,
+                 (unsigned)c->opts.max_key_len);
+        key = NULL;
+    }
+    if (key) {
+        int rc = rl_dispatch_try_submit(c->d, key, key_len, j, p->tag);
+        if (rc == RL_EBADKEY) {
+            c->stats.bad_keys++;
+            snprintf(j->reason, sizeof j->reason, "key cannot be hashed by the ring profile");
+        } else if (rc != 0) {
+            free(j); /* full, no lane, closing or out of memory: all pass (m stays ours) */
+            return RL_EAGAIN;
+        } else {
+            c->stats.dispatched++;
+        }
+    }
+    /* The window has room (checked above) and offsets only increase: this cannot fail. */
+    rl__offsets_push(&p->win, m->offset);
+    p->window_full = false;
+    if (j->reason[0])
+        rl__dead_letter(c, j);
+    return 0;
+}
+
+void rl__on_message(rl_consumer_t *c, rd_kafka_message_t *m)
+{
+    if (m->err) {
+        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            rl__consumer_error(c, m->err, "%s", rd_kafka_message_errstr(m));
+        rd_kafka_message_destroy(m);
+        return;
+    }
+    rl__part *p = rl__part_of_message(c, m);
+    if (!p || !p->assigned || c->closing) {
+        /* Not ours (any more): never dispatched, never committed, read again by its owner. */
+        rd_kafka_message_destroy(m);
+        return;
+    }
+    if (p->next_offset >= 0 && m->offset < p->next_offset) {
+        c->stats.refetched++;
+        rd_kafka_message_destroy(m);
+        return;
+    }
+    p->next_offset = m->offset + 1;
+    c->stats.consumed++;
+    if (p->pending.len == 0 && offer(c, p, m) == 0)
+        return;
+    /* Refused, or behind refused ones: kept in order. The partition pauses only when that
+     * backlog is long: a pause makes librdkafka drop what it fetched beyond and fetch it again
+     * on resume, and a resumed partition's fetching restarts only when its broker's thread
+     * next wakes up (up to a second in librdkafka 2.0 when that broker is otherwise idle). */
+    if (rl__msgq_push(&p->pending, m) != 0) {
+        /* Out of memory: let librdkafka fetch it again from here once the partition resumes
+         * (dropping it would let the watermark pass it). */
+        int64_t offset = m->offset;
+        rd_kafka_message_destroy(m);
+        p->next_offset = offset;
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, p->topic->name, p->partition)->offset = offset;
+        rl__part_pause(c, p);
+        rd_kafka_seek_partitions(c->rk, l, 0);
+        rd_kafka_topic_partition_list_destroy(l);
+        return;
+    }
+    if (p->pending.len >= c->opts.pending_max)
+        rl__part_pause(c, p);
+}
+
+void rl__drain_pending(rl_consumer_t *c, rl__part *p)
+{
+    if (!p->assigned || c->closing)
+        return;
+    rd_kafka_message_t *m;
+    while ((m = rl__msgq_front(&p->pending))) {
+        if (offer(c, p, m) != 0)
+            break;
+        rl__msgq_pop(&p->pending);
+    }
+    /* Resumed at half, so that fetching restarts while the rest of the backlog drains. */
+    if (p->paused && p->pending.len <= c->opts.pending_max / 2)
+        rl__part_resume(c, p);
+}
+
+void rl__drain_all_pending(rl_consumer_t *c)
+{
+    for (uint32_t i = 0; i < c->ntopics; i++) {
+        rl__topic *t = c->topics[i];
+        for (int32_t k = 0; k < t->nparts; k++) {
+            rl__part *p = t->parts[k];
+            if (p && p->assigned && (p->paused || p->pending.len))
+                rl__drain_pending(c, p);
+        }
+    }
+}
+
+void rl__complete(rl_consumer_t *c, rl__part *p, int64_t offset)
+{
+    rl__offsets_complete(&p->win, offset);
+    if (p->window_full && p->pending.len)
+        rl__drain_pending(c, p);
+}
+
+/* --- the dispatcher's callbacks --- */
+
+int rl__job_handler(rl_dispatcher_t *d, rl_dispatch_job *job)
+{
+    rl_consumer_t *c = rl_dispatch_get_data(d);
+    rl__cjob *j = job->data;
+    return c->opts.handler(c, j->msg, job->attempts + 1);
+}
+
+void rl__job_done(rl_dispatcher_t *d, rl_dispatch_job *job, int outcome)
+{
+    rl_consumer_t *c = rl_dispatch_get_data(d);
+    rl__cjob *j = job->data;
+    rl__part *p = j->part;
+    bool current = p->assigned && p->epoch == j->epoch;
+    if (outcome == RL_DISPATCH_RETURNED) {
+        c->stats.returned++;
+    } else if (!current) {
+        c->stats.stale++; /* revoked meanwhile: the next owner reads it again */
+    } else if (outcome == RL_DISPATCH_DONE) {
+        c->stats.done++;
+        rl__complete(c, p, j->offset);
+    } else {
+        j->attempts = job->attempts;
+        snprintf(j->reason, sizeof j->reason, "handler failed %u times, last result %d",
+                 (unsigned)job->attempts, job->status);
+        rl__dead_letter(c, j);
+        return;
+    }
+    rl__cjob_free(j);
+}
+
+void rl__on_capacity(rl_dispatcher_t *d)
+{
+    rl__drain_all_pending(rl_dispatch_get_data(d));
+}

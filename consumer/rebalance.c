@@ -1,0 +1,279 @@
+/* Rebalances and commits.
+ *
+ * A revoked partition is released in this order: its queued jobs are taken back from the lanes
+ * (the next owner reads them again from the committed offset), its in-flight jobs and dead
+ * letters are waited for (revoke_timeout_ms), its watermark is committed synchronously (again
+ * up to revoke_timeout_ms), its epoch moves on so that late completions count for nothing, and
+ * only then is it handed back to librdkafka. A lost partition skips the wait and the commit: the
+ * group has already given it to someone else, and a commit now could only be refused or, worse,
+ * move that owner's offset back. Eager and cooperative assignment take the same path; only the
+ * librdkafka call that applies the change differs. */
+#include "consumer_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool cooperative(rd_kafka_t *rk)
+{
+    const char *p = rd_kafka_rebalance_protocol(rk);
+    return p && strcmp(p, "COOPERATIVE") == 0;
+}
+
+static void apply(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts, bool assign)
+{
+    rd_kafka_error_t *error = NULL;
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (cooperative(c->rk))
+        error = assign ? rd_kafka_incremental_assign(c->rk, parts)
+                       : rd_kafka_incremental_unassign(c->rk, parts);
+    else
+        err = rd_kafka_assign(c->rk, assign ? parts : NULL);
+    if (error) {
+        rl__consumer_error(c, rd_kafka_error_code(error), "%s: %s", assign ? "assign" : "unassign",
+                           rd_kafka_error_string(error));
+        rd_kafka_error_destroy(error);
+    } else if (err) {
+        rl__consumer_error(c, err, "%s", assign ? "assign" : "unassign");
+    }
+}
+
+static void assign(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts)
+{
+    for (int i = 0; i < parts->cnt; i++) {
+        const rd_kafka_topic_partition_t *e = &parts->elems[i];
+        rl__part *p = rl__part_get(c, e->topic, e->partition, true);
+        if (!p) {
+            /* Its messages will be dropped unprocessed and uncommitted: stuck, not lost. */
+            rl__consumer_error(c, RD_KAFKA_RESP_ERR__FAIL, "no memory for %s [%d]", e->topic,
+                               (int)e->partition);
+            continue;
+        }
+        if (p->assigned)
+            continue;
+        p->epoch++;
+        p->assigned = true;
+        p->window_full = false;
+        rl__offsets_reset(&p->win);
+        p->next_offset = p->committed = p->stored = -1;
+        c->stats.assigned++;
+        c->stats.partitions++;
+    }
+    apply(c, parts, true);
+    /* A partition paused in an earlier assignment would stay paused in librdkafka. */
+    for (int i = 0; i < parts->cnt; i++) {
+        rl__part *p = rl__part_get(c, parts->elems[i].topic, parts->elems[i].partition, false);
+        if (p && p->assigned && p->paused && !p->pending.len)
+            rl__part_resume(c, p);
+    }
+    if (c->opts.on_rebalance)
+        c->opts.on_rebalance(c, RL_CONSUMER_ASSIGNED, parts);
+}
+
+/* The result of a synchronous commit, filled by its callback. */
+typedef struct sync_commit {
+    bool done;
+    rd_kafka_resp_err_t err;
+    rl_consumer_t *c;
+} sync_commit;
+
+static void note_committed(rl_consumer_t *c, rd_kafka_resp_err_t err,
+                           const rd_kafka_topic_partition_list_t *offsets)
+{
+    bool failed = err != RD_KAFKA_RESP_ERR_NO_ERROR;
+    for (int i = 0; offsets && i < offsets->cnt; i++) {
+        const rd_kafka_topic_partition_t *e = &offsets->elems[i];
+        rl__part *p = rl__part_get(c, e->topic, e->partition, false);
+        if (!p)
+            continue;
+        if (!err && !e->err && e->offset > p->committed)
+            p->committed = e->offset;
+        if (err || e->err)
+            failed = true;
+    }
+    if (failed) {
+        c->stats.commit_failures++;
+        rl__consumer_error(c, err ? err : RD_KAFKA_RESP_ERR__FAIL, "commit failed");
+    } else {
+        c->stats.commits++;
+    }
+}
+
+static void sync_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                           rd_kafka_topic_partition_list_t *offsets, void *opaque)
+{
+    (void)rk;
+    sync_commit *r = opaque;
+    r->done = true;
+    r->err = err;
+    note_committed(r->c, err, offsets);
+}
+
+void rl__commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                   rd_kafka_topic_partition_list_t *offsets, void *opaque)
+{
+    (void)rk;
+    if (err == RD_KAFKA_RESP_ERR__NO_OFFSET)
+        return; /* nothing to commit */
+    note_committed(opaque, err, offsets);
+}
+
+/* Hands librdkafka the watermarks of these partitions that moved since the last time. Its
+ * auto-committer commits them every commit_interval_ms, and only while the group is steady: a
+ * commit sent while a rejoin is under way would come back ILLEGAL_GENERATION, which makes
+ * librdkafka declare the whole assignment lost. */
+static void store(rl_consumer_t *c, rl__part *const *parts, size_t n)
+{
+    rd_kafka_topic_partition_list_t *l = NULL;
+    for (size_t i = 0; i < n; i++) {
+        rl__part *p = parts[i];
+        int64_t w = rl__offsets_watermark(&p->win);
+        if (w < 0 || w <= p->stored)
+            continue;
+        if (!l)
+            l = rd_kafka_topic_partition_list_new((int)n);
+        rd_kafka_topic_partition_list_add(l, p->topic->name, p->partition)->offset = w;
+    }
+    if (!l)
+        return;
+    rd_kafka_resp_err_t err = rd_kafka_offsets_store(c->rk, l);
+    for (int i = 0; i < l->cnt; i++) {
+        rl__part *p = rl__part_get(c, l->elems[i].topic, l->elems[i].partition, false);
+        if (p && !err && !l->elems[i].err)
+            p->stored = l->elems[i].offset;
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* Commits the watermarks of these partitions and waits for the answer until deadline_ms. */
+static void commit_sync(rl_consumer_t *c, rl__part *const *parts, size_t n, uint64_t deadline_ms)
+{
+    store(c, parts, n); /* also what librdkafka commits itself when it unassigns them */
+    rd_kafka_topic_partition_list_t *l = NULL;
+    for (size_t i = 0; i < n; i++) {
+        int64_t w = rl__offsets_watermark(&parts[i]->win);
+        if (w < 0 || w <= parts[i]->committed)
+            continue;
+        if (!l)
+            l = rd_kafka_topic_partition_list_new((int)n);
+        rd_kafka_topic_partition_list_add(l, parts[i]->topic->name, parts[i]->partition)->offset =
+            w;
+    }
+    if (!l)
+        return;
+    rd_kafka_queue_t *q = rd_kafka_queue_new(c->rk);
+    sync_commit r = {.done = false, .c = c};
+    rd_kafka_resp_err_t err = rd_kafka_commit_queue(c->rk, l, q, sync_commit_cb, &r);
+    if (err) {
+        note_committed(c, err, l);
+    } else {
+        for (uint64_t now = rl__now_ms(); !r.done && now < deadline_ms; now = rl__now_ms()) {
+            uint64_t left = deadline_ms - now;
+            rd_kafka_queue_poll_callback(q, left < 100 ? (int)left : 100);
+        }
+        if (!r.done) {
+            /* The answer may still come; nobody will read it (the queue is dropped). */
+            c->stats.commit_failures++;
+            rl__consumer_error(c, RD_KAFKA_RESP_ERR__TIMED_OUT, "commit on revoke timed out");
+        }
+    }
+    rd_kafka_queue_destroy(q);
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+void rl__store_watermarks(rl_consumer_t *c)
+{
+    rl__part *batch[64];
+    size_t n = 0;
+    for (uint32_t i = 0; i < c->ntopics; i++) {
+        rl__topic *t = c->topics[i];
+        for (int32_t k = 0; k < t->nparts; k++) {
+            rl__part *p = t->parts[k];
+            if (!p || !p->assigned || rl__offsets_watermark(&p->win) <= p->stored)
+                continue;
+            batch[n++] = p;
+            if (n == sizeof batch / sizeof *batch) {
+                store(c, batch, n);
+                n = 0;
+            }
+        }
+    }
+    if (n)
+        store(c, batch, n);
+}
+
+/* Releases our partitions among `parts`; with `unassign`, tells librdkafka too. */
+static void release(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts, bool lost,
+                    bool unassign)
+{
+    rl__part **mine = calloc((size_t)parts->cnt + 1, sizeof *mine);
+    size_t n = 0;
+    for (int i = 0; mine && i < parts->cnt; i++) {
+        rl__part *p = rl__part_get(c, parts->elems[i].topic, parts->elems[i].partition, false);
+        if (p && p->assigned)
+            mine[n++] = p;
+    }
+    if (!mine)
+        rl__consumer_error(c, RD_KAFKA_RESP_ERR__FAIL, "revoke without memory: no wait");
+    /* Queued jobs first, so that the wait is for the ones already running. */
+    for (size_t i = 0; i < n; i++) {
+        rl_dispatch_take_tag(c->d, mine[i]->tag, NULL);
+        rl__msgq_clear(&mine[i]->pending);
+    }
+    if (!lost) {
+        uint64_t deadline = rl__now_ms() + c->opts.revoke_timeout_ms;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t now = rl__now_ms();
+            uint64_t left = deadline > now ? deadline - now : 0;
+            if (rl_dispatch_wait_tag(c->d, mine[i]->tag, left) == RL_ETIMEDOUT)
+                c->stats.revoke_timeouts++;
+        }
+        rl__dlq_wait(c, mine, n, deadline);
+        commit_sync(c, mine, n, rl__now_ms() + c->opts.revoke_timeout_ms);
+    }
+    if (c->opts.on_rebalance)
+        c->opts.on_rebalance(c, lost ? RL_CONSUMER_LOST : RL_CONSUMER_REVOKED, parts);
+    for (size_t i = 0; i < n; i++) {
+        rl__part *p = mine[i];
+        p->assigned = false;
+        p->epoch++;
+        rl__dlq_forget(c, p);
+        rl__offsets_reset(&p->win);
+        if (lost)
+            c->stats.lost++;
+        else
+            c->stats.revoked++;
+        c->stats.partitions--;
+    }
+    free(mine);
+    if (unassign)
+        apply(c, parts, false);
+}
+
+/* Every partition we hold, as a list. */
+static rd_kafka_topic_partition_list_t *held(rl_consumer_t *c)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
+    for (uint32_t i = 0; i < c->ntopics; i++)
+        for (int32_t k = 0; k < c->topics[i]->nparts; k++)
+            if (c->topics[i]->parts[k] && c->topics[i]->parts[k]->assigned)
+                rd_kafka_topic_partition_list_add(l, c->topics[i]->name, k);
+    return l;
+}
+
+void rl__rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                      rd_kafka_topic_partition_list_t *parts, void *opaque)
+{
+    rl_consumer_t *c = opaque;
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        assign(c, parts);
+    } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
+        release(c, parts, rd_kafka_assignment_lost(rk) != 0, true);
+    } else {
+        /* librdkafka's advice: drop the whole assignment. Nothing is committed. */
+        rl__consumer_error(c, err, "rebalance");
+        rd_kafka_topic_partition_list_t *l = held(c);
+        release(c, l, true, false);
+        rd_kafka_topic_partition_list_destroy(l);
+        rd_kafka_assign(rk, NULL);
+    }
+}

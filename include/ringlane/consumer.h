@@ -1,0 +1,204 @@
+/* ringlane: the ordered Kafka consumer (library ringlane_consumer: librdkafka + the dispatcher).
+ *
+ * A consumer joins a consumer group, polls its partitions and hands each message to an ordered
+ * dispatcher (ringlane/dispatcher.h) by key: messages with the same key run one at a time in
+ * partition order, different keys run in parallel on the dispatcher's lanes. It commits, per
+ * partition, only the watermark: the offset below which every message has completed (handled,
+ * or delivered to the dead-letter topic). Delivery is at-least-once: a commit never passes an
+ * unfinished message, and whatever was not committed is read again by the next owner.
+ *
+ * The consumer lives on a caller's uv_loop_t, like the dispatcher. Everything runs on the loop
+ * thread (the thread that called rl_consumer_new), including librdkafka's rebalance and commit
+ * callbacks, except the handler, which runs on the lane workers. librdkafka wakes the loop when
+ * its queue has something (no busy polling); the loop then polls in bounded batches.
+ *
+ * Backpressure: when the dispatcher refuses a message (its lane is full) or the partition's
+ * window of offsets in flight is full, the message is kept, and so is every later message of
+ * its partition, in order; when pending_max are kept the partition is paused. When the lanes
+ * have room again the kept messages are submitted first, and the partition resumes once half
+ * of them are gone. librdkafka drops the messages it had fetched for a paused partition and
+ * fetches them again on resume, from the offset after the last one polled, so nothing is lost,
+ * reordered or taken twice.
+ *
+ * Rebalance (eager and cooperative alike): for a revoked partition the queued messages are taken
+ * back from the lanes (not processed here: the next owner reads them again), the ones in flight
+ * are waited for up to revoke_timeout_ms, the watermark is committed synchronously, and only
+ * then is the partition released. An assignment epoch makes completions that arrive after the
+ * revoke count for nothing. Lost partitions (the group moved on without us) commit nothing.
+ *
+ * Dead letters: a message the handler fails max_attempts times, and a message the bad-input
+ * policy refuses, is produced to the dead-letter topic with its key, value and headers plus
+ * headers naming where it came from and why (ringlane.topic, ringlane.partition,
+ * ringlane.offset, ringlane.error, ringlane.attempts). Its offset counts as done only when the
+ * dead-letter topic acknowledged it. If that produce fails, it is produced again every
+ * dlq_retry_ms while the partition keeps flowing (until its window fills and it pauses); its
+ * offset is never committed meanwhile, so a revoke or crash hands it to the next owner, which
+ * dead-letters it again.
+ *
+ * Bad input: a message without a key (NULL or empty) is, by default, dispatched under a key
+ * that stands for its partition, so keyless messages keep their partition's order among
+ * themselves (RL_CONSUMER_NULL_KEY_PARTITION); RL_CONSUMER_NULL_KEY_DEAD_LETTER dead-letters
+ * them instead. A key longer than max_key_len, or one the dispatcher's ring profile cannot hash,
+ * is dead-lettered with the reason; the handler never sees it.
+ */
+#ifndef RINGLANE_CONSUMER_H
+#define RINGLANE_CONSUMER_H
+
+#include "ringlane/common.h"
+#include "ringlane/dispatcher.h"
+
+#include <librdkafka/rdkafka.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct uv_loop_s;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rl_consumer rl_consumer_t;
+
+/* Where messages without a key go. */
+enum rl_consumer_null_key {
+    RL_CONSUMER_NULL_KEY_PARTITION = 0,  /* dispatched by partition, in partition order */
+    RL_CONSUMER_NULL_KEY_DEAD_LETTER = 1 /* dead-lettered ("no key") */
+};
+
+/* What a rebalance notification says happened to its partitions. */
+enum rl_consumer_rebalance {
+    RL_CONSUMER_ASSIGNED = 0, /* now ours */
+    RL_CONSUMER_REVOKED = 1,  /* released after waiting and committing */
+    RL_CONSUMER_LOST = 2      /* taken away without a revoke: nothing was committed */
+};
+
+/* Runs on a lane worker. msg is valid until the handler returns; attempt counts the calls of
+ * this message, from 1. Returns 0 for success; anything else is a failure, retried (see
+ * rl_dispatch_options) and dead-lettered after max_attempts. */
+typedef int (*rl_consumer_handler_fn)(rl_consumer_t *c, const rd_kafka_message_t *msg,
+                                      uint32_t attempt);
+/* On the loop thread, after the assignment changed (ASSIGNED) or before the partitions are
+ * released (REVOKED, LOST). */
+typedef void (*rl_consumer_rebalance_cb)(rl_consumer_t *c, int event,
+                                         const rd_kafka_topic_partition_list_t *partitions);
+/* On the loop thread, when a dead letter was delivered (or, with no dead-letter topic, when it
+ * was dropped). reason is the text of the ringlane.error header. */
+typedef void (*rl_consumer_dead_letter_cb)(rl_consumer_t *c, const rd_kafka_message_t *msg,
+                                           const char *reason);
+/* On the loop thread: librdkafka errors (from polls, commits, the dead-letter producer). */
+typedef void (*rl_consumer_error_cb)(rl_consumer_t *c, rd_kafka_resp_err_t err, const char *reason);
+/* On the loop thread, when close has finished; the consumer is freed when it returns. */
+typedef void (*rl_consumer_close_cb)(rl_consumer_t *c);
+
+typedef struct rl_consumer_options {
+    /* The consumer's librdkafka configuration: bootstrap.servers, group.id (required),
+     * partition.assignment.strategy and anything else. rl_consumer_new takes it over, on
+     * success and on failure. It sets enable.auto.offset.store=false, enable.auto.commit=true,
+     * auto.commit.interval.ms (commit_interval_ms), the rebalance, offset-commit and error
+     * callbacks and the opaque: do not set those. */
+    rd_kafka_conf_t *conf;
+    const char *const *topics; /* to subscribe to (librdkafka syntax: "^regex" works) */
+    size_t topic_count;
+    rl_consumer_handler_fn handler; /* required */
+    void *data;                     /* the caller's, see rl_consumer_get_data */
+    /* The dispatcher: lanes (required), lane_capacity, max_jobs, max_attempts, backoff... Its
+     * handler, on_done, on_capacity and data belong to the consumer and must stay NULL. */
+    rl_dispatch_options dispatch;
+    /* The dead-letter topic: NULL = "<source topic>.dlq"; "" = none (dead letters are only
+     * reported to on_dead_letter and count as done). */
+    const char *dlq_topic;
+    /* The dead-letter producer's configuration (taken over like conf); NULL = a copy of conf
+     * without its consumer properties, with enable.idempotence=true. */
+    rd_kafka_conf_t *dlq_conf;
+    int null_key;                /* enum rl_consumer_null_key (PARTITION) */
+    uint32_t max_key_len;        /* longer keys are dead-lettered (4096) */
+    uint32_t window;             /* offsets dispatched and unfinished per partition (65536) */
+    uint32_t pending_max;        /* refused messages kept per partition before it pauses (2048) */
+    uint32_t poll_batch;         /* messages per loop turn (500) */
+    uint32_t revoke_timeout_ms;  /* how long a revoke waits for in-flight messages (30000) */
+    uint32_t commit_interval_ms; /* how often stored watermarks are committed (1000) */
+    uint32_t dlq_retry_ms;       /* delay before a failed dead-letter produce is retried (1000) */
+    rl_consumer_rebalance_cb on_rebalance;     /* NULL: none */
+    rl_consumer_dead_letter_cb on_dead_letter; /* NULL: none */
+    rl_consumer_error_cb on_error;             /* NULL: none */
+} rl_consumer_options;
+
+/* Fills opts with the defaults in parentheses above, rl_dispatch_options_init for dispatch, and
+ * everything else NULL / 0. */
+RL_EXTERN void rl_consumer_options_init(rl_consumer_options *opts);
+
+/* Makes a consumer on `loop` (call on the loop thread): its dispatcher, its librdkafka consumer
+ * subscribed to the topics, and the dead-letter producer. Errors: RL_EINVAL (NULL argument, no
+ * conf, handler, topics or lanes; a dispatch callback set; a zero limit), RL_EKAFKA (librdkafka
+ * refused the configuration or the subscription), the dispatcher's errors, RL_ENOMEM,
+ * RL_ELOOP. */
+RL_EXTERN int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts,
+                              rl_consumer_t **out);
+
+/* The options' data pointer (NULL for NULL). Any thread. */
+RL_EXTERN void *rl_consumer_get_data(const rl_consumer_t *c);
+
+/* The consumer's dispatcher, for lane changes and its statistics (NULL for NULL). Its
+ * loop-thread rules apply. Do not close it: rl_consumer_close does. */
+RL_EXTERN rl_dispatcher_t *rl_consumer_dispatcher(rl_consumer_t *c);
+
+/* The librdkafka consumer handle, for metadata and queries (NULL for NULL). Do not poll it,
+ * assign, commit or close it: the consumer does. */
+RL_EXTERN rd_kafka_t *rl_consumer_kafka(rl_consumer_t *c);
+
+/* Starts closing (loop thread): stops taking messages, revokes every partition as a rebalance
+ * does (waits for in-flight messages, commits the watermarks), leaves the group, then closes
+ * the dispatcher (handler calls still running finish) and flushes the dead-letter producer
+ * (up to revoke_timeout_ms). Leaving the group does not block the loop; the revoke's waits,
+ * the final flush and librdkafka's destroy do, within their bounds. cb (may be NULL) runs when
+ * everything has ended; the consumer is freed when it returns. Errors: RL_EINVAL, RL_ESTATE
+ * (not the loop thread), RL_ECLOSED (already closing). */
+RL_EXTERN int rl_consumer_close(rl_consumer_t *c, rl_consumer_close_cb cb);
+
+/* --- statistics (loop thread) --- */
+
+typedef struct rl_consumer_partition_stats {
+    const char *topic; /* valid until the consumer is closed */
+    int32_t partition;
+    uint32_t epoch;     /* assignments and revokes so far */
+    int paused;         /* paused by backpressure */
+    int64_t committed;  /* the last commit the group acknowledged, -1 before the first */
+    int64_t watermark;  /* everything below it has completed: the next commit, -1 if none */
+    int64_t high;       /* the partition's high watermark last seen, -1 if unknown */
+    int64_t lag;        /* high - watermark (or the next offset to fetch), -1 if unknown */
+    uint64_t in_flight; /* offsets dispatched and not yet below the watermark */
+    uint64_t pending;   /* messages kept while the partition is paused */
+    uint64_t dead_letters_in_flight; /* dead letters waiting for their delivery report */
+} rl_consumer_partition_stats;
+
+typedef struct rl_consumer_stats {
+    size_t partitions;      /* assigned now */
+    uint64_t consumed;      /* messages taken from librdkafka (not counting refetches) */
+    uint64_t dispatched;    /* submitted to the dispatcher */
+    uint64_t done;          /* handled successfully (in the current assignment) */
+    uint64_t dead_lettered; /* delivered to the dead-letter topic (or dropped, with none) */
+    uint64_t dlq_failures;  /* dead-letter produces that failed and were retried */
+    uint64_t null_keys;     /* messages without a key */
+    uint64_t bad_keys;      /* keys too long or not hashable: dead-lettered */
+    uint64_t refetched;     /* messages librdkafka delivered again after a resume, dropped */
+    uint64_t stale;         /* completions of a revoked assignment, ignored */
+    uint64_t returned;      /* queued messages handed back at a revoke (read again later) */
+    uint64_t pauses, resumes;
+    uint64_t assigned, revoked, lost; /* partitions, per rebalance event */
+    uint64_t revoke_timeouts;         /* revokes that stopped waiting for in-flight messages */
+    uint64_t commits, commit_failures;
+} rl_consumer_stats;
+
+/* Fills *out and up to cap partition entries (assigned partitions); *n (may be NULL) gets how
+ * many there are. Loop thread only (RL_ESTATE elsewhere). */
+RL_EXTERN int rl_consumer_stats_get(rl_consumer_t *c, rl_consumer_stats *out,
+                                    rl_consumer_partition_stats *parts, size_t cap, size_t *n);
+
+/* The same as one JSON object, with the dispatcher's statistics under "dispatcher"; like
+ * snprintf: *len (may be NULL) gets the length the whole text needs, RL_ERANGE when cut. */
+RL_EXTERN int rl_consumer_stats_json(rl_consumer_t *c, char *buf, size_t cap, size_t *len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
