@@ -39,9 +39,7 @@ static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t ta
     j->pub = (rl_dispatch_job){.data = data, .tag = tag, .hash = hash};
     j->next = NULL;
     j->outcome = 0;
-    /* Latency statistics sample about one job in 8, picked by its address: a clock read per
-     * job costs more than the rest of an empty job's bookkeeping. */
-    j->submit_ns = ((uint64_t)(uintptr_t)j >> 4) * 0x9E3779B97F4A7C15u >> 61 == 0 ? uv_hrtime() : 0;
+    j->submit_ns = 0;
 
     int rc = 0;
     rl__lane *wake = NULL;
@@ -68,6 +66,10 @@ static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t ta
         } else {
             /* Taken under the lane's mutex, so a key's sequence numbers rise with its order. */
             j->pub.seq = atomic_fetch_add_explicit(&d->seq, 1, memory_order_relaxed);
+            /* Latency statistics sample one job in 8 (the first, then every 8th): a clock read
+             * per job costs more than the rest of an empty job's bookkeeping. */
+            if ((j->pub.seq & 7) == 0)
+                j->submit_ns = uv_hrtime();
             rl__fence *f = rl__fence_for(l, hash);
             if (f) {
                 rl__jobq_push(&f->parked, j);
