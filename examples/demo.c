@@ -3,7 +3,8 @@
  *   ringlane-demo [--role all|producer|consumer] [--bootstrap-servers LIST] [--topic T]
  *                 [--partitions N] [--keys K] [--messages M] [--rate R] [--group G]
  *                 [--lanes N] [--assignor cooperative-sticky|range] [--dlq-topic T]
- *                 [--work-us U] [--idle-exit S] [--replication-factor F] [--no-progress]
+ *                 [--work-us U] [--idle-exit S] [--replication-factor F] [--cycles N]
+ *                 [--no-progress]
  *
  * Without --bootstrap-servers it starts librdkafka's mock cluster in this process (3 brokers on
  * 127.0.0.1, a topic of 6 partitions): nothing to install. With --role all (the default) a
@@ -93,10 +94,11 @@ static void usage(FILE *f)
           "         [--topic T] [--partitions N] [--keys K] [--messages M] [--rate R]\n"
           "         [--group G] [--lanes N] [--assignor cooperative-sticky|range]\n"
           "         [--dlq-topic T] [--work-us U] [--idle-exit S] [--replication-factor F]\n"
-          "         [--no-progress]\n"
+          "         [--cycles N] [--no-progress]\n"
           "Without --bootstrap-servers: librdkafka's mock cluster (3 brokers) in this process.\n"
           "--rate 0 produces as fast as possible; --idle-exit S ends a consumer after S idle\n"
-          "seconds (0: run until SIGINT/SIGTERM).\n",
+          "seconds (0: run until SIGINT/SIGTERM). --cycles N runs the changes N times over the\n"
+          "run (for soaks; the table lists the first cycle's).\n",
           f);
 }
 
@@ -121,6 +123,7 @@ static int parse_args(int argc, char **argv)
     app.messages = 100000;
     app.rate = 10000;
     app.replication = 1;
+    app.cycles = 1;
     app.progress = isatty(2);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -168,6 +171,9 @@ static int parse_args(int argc, char **argv)
         } else if (strcmp(a, "--idle-exit") == 0) {
             bad = parse_long(v, 0, 86400, &n);
             app.idle_exit_s = (int)n;
+        } else if (strcmp(a, "--cycles") == 0) {
+            bad = parse_long(v, 1, 100000, &n);
+            app.cycles = (int)n;
         } else if (strcmp(a, "--replication-factor") == 0) {
             bad = parse_long(v, 1, 16, &n);
             app.replication = (int)n;
@@ -329,8 +335,11 @@ typedef struct change {
     long dup_phase;
 } change;
 
+/* changes[1..nchanges] are the first cycle's; the last row counts every later cycle's. */
 static change changes[DEMO_PHASES_MAX];
 static int nchanges;
+static change *cur = &changes[0];
+static long later_changes;
 static const char *phase_name = "starting";
 static uint64_t t0;
 static demo_producer prod;
@@ -465,14 +474,21 @@ static int lane_keys_moved(const char *const *from, size_t nfrom, const char *co
     return moved;
 }
 
-static void begin_change(const char *what)
+static void begin_change(const char *what, int cycle)
 {
-    if (nchanges + 1 >= DEMO_PHASES_MAX)
-        return;
-    nchanges++;
-    snprintf(changes[nchanges].what, sizeof changes[nchanges].what, "%s", what);
-    atomic_store(&app.check.phase, nchanges);
-    phase_name = changes[nchanges].what;
+    static char name[64];
+    snprintf(name, sizeof name, "%s", what);
+    phase_name = name;
+    if (cycle == 0 && nchanges + 2 < DEMO_PHASES_MAX) {
+        cur = &changes[++nchanges];
+        snprintf(cur->what, sizeof cur->what, "%s", what);
+        atomic_store(&app.check.phase, nchanges);
+    } else {
+        cur = &changes[DEMO_PHASES_MAX - 1];
+        later_changes++;
+        snprintf(cur->what, sizeof cur->what, "%ld changes of later cycles", later_changes);
+        atomic_store(&app.check.phase, DEMO_PHASES_MAX - 1);
+    }
     progress(true);
 }
 
@@ -481,11 +497,11 @@ static void begin_change(const char *what)
 static const char *cur_lanes[DEMO_LANES_MAX];
 static size_t ncur_lanes;
 
-static void change_lane(bool add, const char *lane)
+static void change_lane(bool add, const char *lane, int cycle)
 {
     char what[64];
     snprintf(what, sizeof what, "%s lane %s (consumer-1)", add ? "add" : "remove", lane);
-    begin_change(what);
+    begin_change(what, cycle);
     const char *next[DEMO_LANES_MAX];
     size_t n = 0;
     for (size_t i = 0; i < ncur_lanes; i++)
@@ -500,17 +516,16 @@ static void change_lane(bool add, const char *lane)
         ncur_lanes = n;
     }
     if (rc)
-        snprintf(changes[nchanges].moved, sizeof changes[nchanges].moved, "failed: %s",
-                 rl_strerror(rc));
+        snprintf(cur->moved, sizeof cur->moved, "failed: %s", rl_strerror(rc));
     else
-        snprintf(changes[nchanges].moved, sizeof changes[nchanges].moved,
+        snprintf(cur->moved, sizeof cur->moved,
                  "%d of %d keys change lane (%.1f%%), their queued events with them", moved,
                  app.keys, 100.0 * moved / app.keys);
 }
 
-static bool consumer_change(bool stop)
+static bool consumer_change(bool stop, int cycle)
 {
-    begin_change(stop ? "stop consumer-2" : "start consumer-2 again");
+    begin_change(stop ? "stop consumer-2" : "start consumer-2 again", cycle);
     int before[DEMO_PARTITIONS_MAX], after[DEMO_PARTITIONS_MAX];
     owners(before);
     if (stop) {
@@ -527,20 +542,19 @@ static bool consumer_change(bool stop)
     bool ok = wait_settled();
     owners(after);
     int pm = 0, moved = keys_moved(before, after, &pm);
-    snprintf(changes[nchanges].moved, sizeof changes[nchanges].moved,
-             "%d of %d keys (%d partition%s) move %s consumer-1", moved, app.keys, pm,
-             pm == 1 ? "" : "s", stop ? "to" : "back from");
+    snprintf(cur->moved, sizeof cur->moved, "%d of %d keys (%d partition%s) move %s consumer-1",
+             moved, app.keys, pm, pm == 1 ? "" : "s", stop ? "to" : "back from");
     if (!ok)
-        snprintf(changes[nchanges].moved, sizeof changes[nchanges].moved,
-                 "the group did not settle in %d s", SETTLE_TIMEOUT_S);
+        snprintf(cur->moved, sizeof cur->moved, "the group did not settle in %d s",
+                 SETTLE_TIMEOUT_S);
     return ok;
 }
 
-static void broker_change(bool down)
+static void broker_change(bool down, int cycle)
 {
     char what[64];
     snprintf(what, sizeof what, "broker %d %s", DOWN_BROKER, down ? "down" : "up");
-    begin_change(what);
+    begin_change(what, cycle);
     if (down)
         rd_kafka_mock_broker_set_down(mock, DOWN_BROKER);
     else
@@ -554,10 +568,10 @@ static void broker_change(bool down)
         waiting += p % MOCK_BROKERS + 1 == DOWN_BROKER;
     }
     if (down)
-        snprintf(changes[nchanges].moved, sizeof changes[nchanges].moved,
+        snprintf(cur->moved, sizeof cur->moved,
                  "0: the %d keys of its %d partitions wait for their leader", waiting, parts);
     else
-        snprintf(changes[nchanges].moved, sizeof changes[nchanges].moved,
+        snprintf(cur->moved, sizeof cur->moved,
                  "0: those keys flow again, from where they stopped");
 }
 
@@ -589,7 +603,19 @@ static long total_dead_letters(void)
 }
 
 static long dead_letters_seen;            /* by consumers that were stopped meanwhile */
-static rl_consumer_stats first_run_stats; /* consumer-2 before its restart */
+static rl_consumer_stats first_run_stats; /* consumer-2 before its restarts */
+
+static void stopped_stats_add(const rl_consumer_stats *s)
+{
+    rl_consumer_stats *t = &first_run_stats;
+    t->consumed += s->consumed;
+    t->commits += s->commits;
+    t->commit_failures += s->commit_failures;
+    t->pauses += s->pauses;
+    t->assigned += s->assigned;
+    t->revoked += s->revoked;
+    t->dead_lettered += s->dead_lettered;
+}
 
 static void print_summary(int64_t dlq_before, int64_t dlq_after, double seconds, bool drained)
 {
@@ -624,7 +650,7 @@ static void print_summary(int64_t dlq_before, int64_t dlq_after, double seconds,
                "group rebalanced",
                refused);
     printf("\n");
-    for (int i = 0; i <= nchanges; i++) {
+    for (int i = 0; i < DEMO_PHASES_MAX; i++) {
         long d = atomic_load(&ck->dup_in_phase[i]);
         if (d)
             printf("  %-22s   %ld after: %s\n", "", d, i ? changes[i].what : "start");
@@ -642,6 +668,9 @@ static void print_summary(int64_t dlq_before, int64_t dlq_after, double seconds,
     for (int i = 1; i <= nchanges; i++)
         if (changes[i].moved[0])
             printf("  %-34s %s\n", changes[i].what, changes[i].moved);
+    if (later_changes)
+        printf("  %-34s (%d cycles in all; the last: %s)\n", changes[DEMO_PHASES_MAX - 1].what,
+               app.cycles, changes[DEMO_PHASES_MAX - 1].moved);
     printf("\n  %-12s %10s %8s %8s %8s %8s %8s %8s\n", "consumer", "consumed", "commits", "refused",
            "pauses", "assigned", "revoked", "dead");
     for (int i = 0; i <= DEMO_CONSUMERS; i++) {
@@ -651,7 +680,8 @@ static void print_summary(int64_t dlq_before, int64_t dlq_after, double seconds,
                i < DEMO_CONSUMERS ? cons[i].name : "consumer-2*", s->consumed, s->commits,
                s->commit_failures, s->pauses, s->assigned, s->revoked, s->dead_lettered);
     }
-    printf("  (consumer-2* is consumer-2 before it was stopped)\n");
+    printf("  (consumer-2* is consumer-2 before it was stopped%s)\n",
+           app.cycles > 1 ? ", all its runs" : "");
 }
 
 static int run_all(void)
@@ -682,29 +712,35 @@ static int run_all(void)
     if (demo_producer_start(&prod, &app, true) != 0)
         return 1;
 
+    /* The change script, once per cycle over the run. Cycles alternate between adding lane-e
+     * and removing lane-b, and adding lane-b back and removing lane-e. */
     bool ok = true;
-    wait_produced(0.10);
-    change_lane(true, "lane-e");
-    wait_produced(0.25);
-    ok = consumer_change(true);
-    if (ok) {
+    for (int c = 0; ok && c < app.cycles && !atomic_load(&app.stop); c++) {
+        double base = (double)c / app.cycles, span = 1.0 / app.cycles;
+        const char *add = c % 2 ? "lane-b" : "lane-e", *remove = c % 2 ? "lane-e" : "lane-b";
+        wait_produced(base + 0.10 * span);
+        change_lane(true, add, c);
+        wait_produced(base + 0.25 * span);
+        ok = consumer_change(true, c);
         /* Bank what consumer-2 counted before it went. */
         dead_letters_seen += cons[1].dead_letters;
-        first_run_stats = cons[1].stats;
-        wait_produced(0.40);
-        ok = consumer_change(false);
+        stopped_stats_add(&cons[1].stats);
+        if (ok) {
+            wait_produced(base + 0.40 * span);
+            ok = consumer_change(false, c);
+        }
+        if (ok && app.mock_mode) {
+            wait_produced(base + 0.55 * span);
+            broker_change(true, c);
+            wait_ms(1500);
+            broker_change(false, c);
+        }
+        if (ok) {
+            wait_produced(base + 0.85 * span);
+            change_lane(false, remove, c);
+        }
     }
-    if (ok && app.mock_mode) {
-        wait_produced(0.55);
-        broker_change(true);
-        wait_ms(1500);
-        broker_change(false);
-    }
-    if (ok) {
-        wait_produced(0.85);
-        change_lane(false, "lane-b");
-    }
-    begin_change("drain");
+    begin_change("drain", 0);
     demo_producer_join(&prod);
     /* Everything produced must arrive; the time limit only ends a run that lost events. */
     uint64_t last_change = demo_now_ns();

@@ -108,6 +108,7 @@ typedef struct demo {
     int partitions, keys, lanes, replication;
     long messages, rate;
     int work_us, idle_exit_s;
+    int cycles; /* times the change script runs over the run (--cycles) */
     bool progress, mock_mode;
     uint64_t run;
     char group_buf[64], dlq_buf[300];
