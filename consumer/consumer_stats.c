@@ -1,9 +1,9 @@
 /* The consumer's statistics: counters, each assigned partition's offsets, and the dispatcher's
  * lanes. */
 #include "consumer_internal.h"
+#include "json_writer.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -58,38 +58,6 @@ int rl_consumer_stats_get(rl_consumer_t *c, rl_consumer_stats *out,
     return 0;
 }
 
-typedef struct out_buf {
-    char *buf;
-    size_t cap, len;
-} out_buf;
-
-static void put(out_buf *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void put(out_buf *o, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    size_t room = o->len < o->cap ? o->cap - o->len : 0;
-    int n = vsnprintf(room ? o->buf + o->len : NULL, room, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        o->len += (size_t)n;
-}
-
-static void put_string(out_buf *o, const char *s)
-{
-    put(o, "\"");
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            put(o, "\\%c", *p);
-        else if (*p < 0x20)
-            put(o, "\\u%04x", *p);
-        else
-            put(o, "%c", *p);
-    }
-    put(o, "\"");
-}
-
 int rl_consumer_stats_json(rl_consumer_t *c, char *buf, size_t cap, size_t *len)
 {
     if (!c || (!buf && cap))
@@ -110,38 +78,35 @@ int rl_consumer_stats_json(rl_consumer_t *c, char *buf, size_t cap, size_t *len)
         return RL_ENOMEM;
     }
     rl_consumer_stats_get(c, &s, ps, n, &n);
-    out_buf o = {buf, cap, 0};
-    put(&o,
-        "{\"partitions\":%zu,\"consumed\":%" PRIu64 ",\"dispatched\":%" PRIu64 ",\"done\":%" PRIu64
-        ",\"dead_lettered\":%" PRIu64 ",\"dlq_failures\":%" PRIu64 ",\"null_keys\":%" PRIu64
-        ",\"bad_keys\":%" PRIu64 ",\"refetched\":%" PRIu64,
-        s.partitions, s.consumed, s.dispatched, s.done, s.dead_lettered, s.dlq_failures,
-        s.null_keys, s.bad_keys, s.refetched);
-    put(&o,
-        ",\"stale\":%" PRIu64 ",\"returned\":%" PRIu64 ",\"pauses\":%" PRIu64
-        ",\"resumes\":%" PRIu64 ",\"assigned\":%" PRIu64 ",\"revoked\":%" PRIu64
-        ",\"lost\":%" PRIu64 ",\"revoke_timeouts\":%" PRIu64 ",\"commits\":%" PRIu64
-        ",\"commit_failures\":%" PRIu64 ",\"partition\":[",
-        s.stale, s.returned, s.pauses, s.resumes, s.assigned, s.revoked, s.lost, s.revoke_timeouts,
-        s.commits, s.commit_failures);
+    rl__json o = {buf, cap, 0};
+    rl__json_put(&o,
+                 "{\"partitions\":%zu,\"consumed\":%" PRIu64 ",\"dispatched\":%" PRIu64
+                 ",\"done\":%" PRIu64 ",\"dead_lettered\":%" PRIu64 ",\"dlq_failures\":%" PRIu64
+                 ",\"null_keys\":%" PRIu64 ",\"bad_keys\":%" PRIu64 ",\"refetched\":%" PRIu64,
+                 s.partitions, s.consumed, s.dispatched, s.done, s.dead_lettered, s.dlq_failures,
+                 s.null_keys, s.bad_keys, s.refetched);
+    rl__json_put(&o,
+                 ",\"stale\":%" PRIu64 ",\"returned\":%" PRIu64 ",\"pauses\":%" PRIu64
+                 ",\"resumes\":%" PRIu64 ",\"assigned\":%" PRIu64 ",\"revoked\":%" PRIu64
+                 ",\"lost\":%" PRIu64 ",\"revoke_timeouts\":%" PRIu64 ",\"commits\":%" PRIu64
+                 ",\"commit_failures\":%" PRIu64 ",\"partition\":[",
+                 s.stale, s.returned, s.pauses, s.resumes, s.assigned, s.revoked, s.lost,
+                 s.revoke_timeouts, s.commits, s.commit_failures);
     for (size_t i = 0; i < n; i++) {
         const rl_consumer_partition_stats *e = &ps[i];
-        put(&o, "%s{\"topic\":", i ? "," : "");
-        put_string(&o, e->topic);
-        put(&o,
-            ",\"partition\":%d,\"epoch\":%u,\"paused\":%s,\"committed\":%" PRId64
-            ",\"watermark\":%" PRId64 ",\"high\":%" PRId64 ",\"lag\":%" PRId64
-            ",\"in_flight\":%" PRIu64 ",\"pending\":%" PRIu64 ",\"dead_letters_in_flight\":%" PRIu64
-            "}",
-            (int)e->partition, (unsigned)e->epoch, e->paused ? "true" : "false", e->committed,
-            e->watermark, e->high, e->lag, e->in_flight, e->pending, e->dead_letters_in_flight);
+        rl__json_put(&o, "%s{\"topic\":", i ? "," : "");
+        rl__json_string(&o, e->topic);
+        rl__json_put(&o,
+                     ",\"partition\":%d,\"epoch\":%u,\"paused\":%s,\"committed\":%" PRId64
+                     ",\"watermark\":%" PRId64 ",\"high\":%" PRId64 ",\"lag\":%" PRId64
+                     ",\"in_flight\":%" PRIu64 ",\"pending\":%" PRIu64
+                     ",\"dead_letters_in_flight\":%" PRIu64 "}",
+                     (int)e->partition, (unsigned)e->epoch, e->paused ? "true" : "false",
+                     e->committed, e->watermark, e->high, e->lag, e->in_flight, e->pending,
+                     e->dead_letters_in_flight);
     }
-    put(&o, "],\"dispatcher\":%s}", dj ? dj : "null");
+    rl__json_put(&o, "],\"dispatcher\":%s}", dj ? dj : "null");
     free(ps);
     free(dj);
-    if (cap)
-        o.buf[o.len < cap ? o.len : cap - 1] = '\0';
-    if (len)
-        *len = o.len;
-    return o.len >= cap ? RL_ERANGE : 0;
+    return rl__json_end(&o, len);
 }

@@ -1,8 +1,8 @@
 /* Statistics: per lane and for the dispatcher, as a struct and as JSON. Never per key. */
 #include "dispatch_internal.h"
+#include "json_writer.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,41 +65,6 @@ int rl_dispatch_stats_get(rl_dispatcher_t *d, rl_dispatch_stats *out, rl_dispatc
 
 /* --- JSON --- */
 
-typedef struct out_buf {
-    char *buf;
-    size_t cap, len; /* len counts everything, written or not */
-} out_buf;
-
-static void put(out_buf *o, const char *fmt, ...)
-{
-    char tmp[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    size_t m = (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1;
-    for (size_t i = 0; i < m; i++, o->len++)
-        if (o->len + 1 < o->cap)
-            o->buf[o->len] = tmp[i];
-}
-
-/* A JSON string; bytes >= 0x80 pass through (names are expected to be UTF-8). */
-static void put_string(out_buf *o, const char *s)
-{
-    put(o, "\"");
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            put(o, "\\%c", *p);
-        else if (*p < 0x20)
-            put(o, "\\u%04x", *p);
-        else
-            put(o, "%c", *p);
-    }
-    put(o, "\"");
-}
-
 int rl_dispatch_stats_json(rl_dispatcher_t *d, char *buf, size_t cap, size_t *len)
 {
     if (!d || (!buf && cap))
@@ -116,37 +81,32 @@ int rl_dispatch_stats_json(rl_dispatcher_t *d, char *buf, size_t cap, size_t *le
     rc = rl_dispatch_stats_get(d, &s, ls, n, &got);
     if (got > n) /* lanes were added meanwhile: report those we have */
         got = n;
-    out_buf o = {buf, cap, 0};
+    rl__json o = {buf, cap, 0};
     if (!rc) {
-        put(&o,
-            "{\"lanes\":%zu,\"retiring\":%zu,\"jobs\":%" PRIu64 ",\"submitted\":%" PRIu64
-            ",\"refused\":%" PRIu64 ",\"done\":%" PRIu64 ",\"dead_lettered\":%" PRIu64,
-            s.lanes, s.retiring, s.jobs, s.submitted, s.refused, s.done, s.dead_lettered);
-        put(&o,
-            ",\"returned\":%" PRIu64 ",\"lane_changes\":%" PRIu64 ",\"last_change_ns\":%" PRIu64
-            ",\"max_change_ns\":%" PRIu64 ",\"lane\":[",
-            s.returned, s.lane_changes, s.last_change_ns, s.max_change_ns);
+        rl__json_put(&o,
+                     "{\"lanes\":%zu,\"retiring\":%zu,\"jobs\":%" PRIu64 ",\"submitted\":%" PRIu64
+                     ",\"refused\":%" PRIu64 ",\"done\":%" PRIu64 ",\"dead_lettered\":%" PRIu64,
+                     s.lanes, s.retiring, s.jobs, s.submitted, s.refused, s.done, s.dead_lettered);
+        rl__json_put(&o,
+                     ",\"returned\":%" PRIu64 ",\"lane_changes\":%" PRIu64
+                     ",\"last_change_ns\":%" PRIu64 ",\"max_change_ns\":%" PRIu64 ",\"lane\":[",
+                     s.returned, s.lane_changes, s.last_change_ns, s.max_change_ns);
         for (size_t i = 0; i < got; i++) {
             const rl_dispatch_lane_stats *l = &ls[i];
-            put(&o, "%s{\"name\":", i ? "," : "");
-            put_string(&o, l->name);
-            put(&o,
-                ",\"retiring\":%s,\"depth\":%" PRIu64 ",\"parked\":%" PRIu64
-                ",\"in_flight\":%" PRIu64 ",\"processed\":%" PRIu64 ",\"failed\":%" PRIu64,
-                l->retiring ? "true" : "false", l->depth, l->parked, l->in_flight, l->processed,
-                l->failed);
-            put(&o,
-                ",\"retried\":%" PRIu64 ",\"dead_lettered\":%" PRIu64
-                ",\"p50_us\":%.3f,\"p99_us\":%.3f}",
-                l->retried, l->dead_lettered, l->p50_us, l->p99_us);
+            rl__json_put(&o, "%s{\"name\":", i ? "," : "");
+            rl__json_string(&o, l->name);
+            rl__json_put(&o,
+                         ",\"retiring\":%s,\"depth\":%" PRIu64 ",\"parked\":%" PRIu64
+                         ",\"in_flight\":%" PRIu64 ",\"processed\":%" PRIu64 ",\"failed\":%" PRIu64,
+                         l->retiring ? "true" : "false", l->depth, l->parked, l->in_flight,
+                         l->processed, l->failed);
+            rl__json_put(&o,
+                         ",\"retried\":%" PRIu64 ",\"dead_lettered\":%" PRIu64
+                         ",\"p50_us\":%.3f,\"p99_us\":%.3f}",
+                         l->retried, l->dead_lettered, l->p50_us, l->p99_us);
         }
-        put(&o, "]}");
-        if (cap)
-            o.buf[o.len < cap ? o.len : cap - 1] = '\0';
-        if (len)
-            *len = o.len;
-        if (o.len >= cap)
-            rc = RL_ERANGE;
+        rl__json_put(&o, "]}");
+        rc = rl__json_end(&o, len);
     }
     free(ls);
     return rc;

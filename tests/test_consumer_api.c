@@ -106,8 +106,8 @@ static void new_refuses_bad_options(void **state)
     REFUSED(RL_EINVAL, o.dispatch.handler = dispatch_handler);
     REFUSED(RL_EINVAL, o.dispatch.data = &o);
     /* A consumer group is the point. */
-    REFUSED(RL_EINVAL, (rd_kafka_conf_destroy(o.conf),
-                        o.conf = consumer_conf(&k, "", "cooperative-sticky")));
+    REFUSED(RL_EINVAL,
+            (rd_kafka_conf_destroy(o.conf), o.conf = consumer_conf(&k, "", "cooperative-sticky")));
     /* The dead-letter producer's configuration is taken over too. */
     REFUSED(RL_EINVAL, (o.dlq_conf = rd_kafka_conf_new(), o.handler = NULL));
 
