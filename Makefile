@@ -61,11 +61,16 @@ fuzz:
 	@cmake --build build-fuzz -j $(JOBS)
 	@ctest --test-dir build-fuzz --output-on-failure -L fuzz
 
+# The C files git tracks. No list (git missing, or not a checkout) is an error, not a pass.
+C_FILES = files=$$(git ls-files '*.c' '*.h') && [ -n "$$files" ] || \
+	{ echo "$@: git ls-files gave no C files (is git installed, is this a checkout?)" >&2; exit 1; }
+
 format:
-	@git ls-files '*.c' '*.h' | xargs clang-format -i
+	@$(C_FILES); echo "$$files" | xargs clang-format -i
 
 format-check:
-	@git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
+	@$(C_FILES); echo "$$files" | xargs clang-format --dry-run --Werror
+	@echo "format-check: $$(git ls-files '*.c' '*.h' | wc -l) files formatted"
 
 install: build
 	@cmake --install $(BUILD)

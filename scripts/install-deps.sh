@@ -13,7 +13,7 @@ build="$build librdkafka-dev kcat"
 build="$build libuv1-dev" # the ordered dispatcher
 build="$build docker-compose" # validates docker-compose.yml (no Docker engine is needed)
 bench="valgrind"
-format="clang-format"
+format="clang-format git" # git lists the files to check
 fuzz="clang libclang-rt-14-dev"
 
 groups="${*:-build}"
