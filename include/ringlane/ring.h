@@ -19,6 +19,7 @@
 #define RINGLANE_RING_H
 
 #include "ringlane/common.h"
+#include "ringlane/error.h" /* the RL_E* codes its functions return */
 
 #include <stddef.h>
 #include <stdint.h>
