@@ -1,0 +1,35 @@
+# rl_add_layer(<name> OBJECTS <object library> [EXPORT <export set>] [PC <pkg-config stem>]
+#              [SHARED_LIBS <lib>...] [STATIC_LIBS <lib>...] [PRIVATE_LIBS <lib>...])
+#
+# One layer's two libraries from its object library: lib<name>.so (versioned SONAME; $ORIGIN
+# run path, so an installed layer finds the ones installed beside it) and lib<name>.a, both
+# with the public headers, the aliases ringlane::<name> and ringlane::<name>_static, their
+# install rules in EXPORT, and the pkg-config file made from cmake/<PC>.pc.in.
+# SHARED_LIBS and STATIC_LIBS are each variant's public dependencies (the layer below, in the
+# same kind); PRIVATE_LIBS are both variants' private ones.
+function(rl_add_layer name)
+  cmake_parse_arguments(L "" "OBJECTS;EXPORT;PC" "SHARED_LIBS;STATIC_LIBS;PRIVATE_LIBS" ${ARGN})
+  add_library(${name} SHARED $<TARGET_OBJECTS:${L_OBJECTS}>)
+  set_target_properties(${name} PROPERTIES VERSION ${PROJECT_VERSION}
+                        SOVERSION ${PROJECT_VERSION_MAJOR} INSTALL_RPATH "$ORIGIN")
+  target_link_libraries(${name} PUBLIC ${L_SHARED_LIBS} PRIVATE ${L_PRIVATE_LIBS})
+  add_library(${name}_static STATIC $<TARGET_OBJECTS:${L_OBJECTS}>)
+  set_target_properties(${name}_static PROPERTIES OUTPUT_NAME ${name})
+  target_link_libraries(${name}_static PUBLIC ${L_STATIC_LIBS} PRIVATE ${L_PRIVATE_LIBS})
+  foreach(target ${name} ${name}_static)
+    target_include_directories(${target} PUBLIC
+      $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+      $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
+      $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+    add_library(ringlane::${target} ALIAS ${target})
+  endforeach()
+  install(TARGETS ${name} ${name}_static EXPORT ${L_EXPORT}
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  if(L_PC)
+    configure_file(${PROJECT_SOURCE_DIR}/cmake/${L_PC}.pc.in ${PROJECT_BINARY_DIR}/${L_PC}.pc @ONLY)
+    install(FILES ${PROJECT_BINARY_DIR}/${L_PC}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+  endif()
+endfunction()
