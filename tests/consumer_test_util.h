@@ -577,4 +577,22 @@ static inline void header_str(const rd_kafka_message_t *m, const char *name, cha
     }
 }
 
+/* The suite's cluster: 3 mock brokers, started and stopped around the whole group of tests by
+ * suite_setup and suite_teardown (or by the suite itself). */
+static cluster k;
+
+static inline int suite_setup(void **state)
+{
+    (void)state;
+    cluster_start(&k, 3);
+    return 0;
+}
+
+static inline int suite_teardown(void **state)
+{
+    (void)state;
+    cluster_stop(&k);
+    return 0;
+}
+
 #endif

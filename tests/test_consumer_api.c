@@ -1,29 +1,14 @@
 /* The consumer's argument checks (docs/errors.md): what rl_consumer_new, rl_consumer_close and
  * the statistics refuse, and that a refused rl_consumer_new still frees the configurations it
  * took over (ASan and valgrind fail the run on a leaked one). A live consumer, where one is
- * needed, runs on librdkafka's mock cluster (1 broker in this process). */
+ * needed, runs on librdkafka's mock cluster (in this process). */
 #define _POSIX_C_SOURCE 200809L
 #include "consumer_test_util.h"
 
-static cluster k;
 static const char *const topics[] = {"api.events"};
 static const char *const lanes[] = {"lane-a", "lane-b"};
 static const char *const same_lanes[] = {"lane-a", "lane-a"};
 static const char *const bad_topics[] = {"api.events", ""};
-
-static int setup(void **state)
-{
-    (void)state;
-    cluster_start(&k, 1);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    cluster_stop(&k);
-    return 0;
-}
 
 static int ok_handler(rl_consumer_t *c, const rd_kafka_message_t *m, uint32_t attempt)
 {
@@ -227,5 +212,5 @@ int main(void)
         cmocka_unit_test(new_refuses_bad_options),
         cmocka_unit_test(live_consumer_rules),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
 }

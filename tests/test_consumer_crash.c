@@ -48,10 +48,11 @@ static int child_main(char **argv)
     child_fd = open(argv[5], O_WRONLY | O_APPEND | O_CREAT, 0600);
     if (child_fd < 0)
         return 2;
-    cluster k = {.bootstraps = argv[2]};
+    cluster parent = {.bootstraps = argv[2]}; /* the parent's mock cluster */
     const char *topics[] = {argv[4]};
     cthread t;
-    ct_init(&t, consumer_conf(&k, argv[3], "cooperative-sticky"), topics, 1, child_handler, NULL);
+    ct_init(&t, consumer_conf(&parent, argv[3], "cooperative-sticky"), topics, 1, child_handler,
+            NULL);
     t.opts.commit_interval_ms = 50;
     if (ct_start(&t) != 0)
         return 2;
@@ -60,8 +61,6 @@ static int child_main(char **argv)
 }
 
 /* --- the test --- */
-
-static cluster k;
 
 typedef struct seen {
     uv_mutex_t mu;

@@ -6,22 +6,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "consumer_test_util.h"
 
-static cluster k;
-
-static int setup(void **state)
-{
-    (void)state;
-    cluster_start(&k, 3);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    cluster_stop(&k);
-    return 0;
-}
-
 /* --- end to end --- */
 
 typedef struct e2e {
@@ -251,5 +235,5 @@ int main(void)
     };
     if (getenv("RINGLANE_TEST_FILTER"))
         cmocka_set_test_filter(getenv("RINGLANE_TEST_FILTER"));
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
 }
