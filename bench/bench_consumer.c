@@ -1,0 +1,247 @@
+/* The ordered consumer against a plain librdkafka consumer, on the same prefilled topic of
+ * librdkafka's mock cluster (3 brokers in this process, 6 partitions, keys "k0".."k999").
+ * Each side reads every message once in a consumer group of its own; the rate counts from the
+ * first message handled to the last. The handler is empty or spins WORK_US microseconds.
+ *
+ * The baseline handles each message inline on its polling thread, the simplest consumer that
+ * keeps per-key order: one thread, no hand-off, librdkafka's auto-commit of what was polled.
+ * ringlane's consumer hands messages to LANES ordered lanes and commits only what completed.
+ * Runs alternate between the two, and each pair prints the ratio ringlane / baseline.
+ *
+ * Usage: bench_consumer [MESSAGES (200000)] [WORK_US (0)] [RUNS (3)] [LANES (4)]
+ * RINGLANE_BENCH_LANE_CAPACITY and RINGLANE_BENCH_PENDING_MAX override those two defaults. */
+#define _POSIX_C_SOURCE 200809L
+#include "bench_common.h"
+
+#include "ringlane/consumer.h"
+
+#include <inttypes.h>
+#include <librdkafka/rdkafka_mock.h>
+#include <stdatomic.h>
+#include <uv.h>
+
+#define TOPIC "bench.events"
+#define PARTITIONS 6
+#define KEYS 1000
+
+static long messages = 200000;
+static int work_us = 0;
+static const char *bootstraps;
+
+static void quiet(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+    (void)rk;
+    (void)level;
+    (void)fac;
+    (void)buf;
+}
+
+static void set(rd_kafka_conf_t *conf, const char *name, const char *value)
+{
+    char err[256];
+    if (rd_kafka_conf_set(conf, name, value, err, sizeof err) != RD_KAFKA_CONF_OK) {
+        fprintf(stderr, "bench_consumer: %s: %s\n", name, err);
+        exit(1);
+    }
+}
+
+static void spin(void)
+{
+    if (work_us <= 0)
+        return;
+    double end = bench_now() + work_us * 1e-6;
+    while (bench_now() < end)
+        ;
+}
+
+static void prefill(void)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    set(conf, "bootstrap.servers", bootstraps);
+    set(conf, "linger.ms", "5");
+    rd_kafka_conf_set_log_cb(conf, quiet);
+    char err[256];
+    rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+    if (!p) {
+        fprintf(stderr, "bench_consumer: producer: %s\n", err);
+        exit(1);
+    }
+    for (long i = 0; i < messages; i++) {
+        char key[16], value[32];
+        int kl = snprintf(key, sizeof key, "k%ld", i % KEYS);
+        int vl = snprintf(value, sizeof value, "%ld", i);
+        while (rd_kafka_producev(p, RD_KAFKA_V_TOPIC(TOPIC), RD_KAFKA_V_KEY(key, (size_t)kl),
+                                 RD_KAFKA_V_VALUE(value, (size_t)vl),
+                                 RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                 RD_KAFKA_V_END) == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+            rd_kafka_poll(p, 10);
+        rd_kafka_poll(p, 0);
+    }
+    rd_kafka_flush(p, 60000);
+    rd_kafka_destroy(p);
+}
+
+static rd_kafka_conf_t *consumer_conf(const char *group)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    set(conf, "bootstrap.servers", bootstraps);
+    set(conf, "group.id", group);
+    set(conf, "auto.offset.reset", "earliest");
+    set(conf, "fetch.wait.max.ms", "20");
+    rd_kafka_conf_set_log_cb(conf, quiet);
+    return conf;
+}
+
+/* --- the baseline: handle inline on the polling thread --- */
+
+static double run_baseline(int run)
+{
+    char group[32];
+    snprintf(group, sizeof group, "base-%d", run);
+    char err[256];
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, consumer_conf(group), err, sizeof err);
+    if (!rk) {
+        fprintf(stderr, "bench_consumer: consumer: %s\n", err);
+        exit(1);
+    }
+    rd_kafka_poll_set_consumer(rk);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, TOPIC, RD_KAFKA_PARTITION_UA);
+    rd_kafka_subscribe(rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    long seen = 0;
+    double first = 0, last = 0;
+    while (seen < messages) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+        if (!m)
+            continue;
+        if (!m->err) {
+            if (!seen)
+                first = bench_now();
+            spin();
+            seen++;
+            last = bench_now();
+        }
+        rd_kafka_message_destroy(m);
+    }
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    return (double)(messages - 1) / (last - first);
+}
+
+/* --- ringlane's ordered consumer on a loop in this thread --- */
+
+static atomic_long handled;
+static _Atomic double first_ns, last_ns; /* seconds, despite the name's habit */
+static int closed;
+
+static int handler(rl_consumer_t *c, const rd_kafka_message_t *m, uint32_t attempt)
+{
+    (void)c;
+    (void)m;
+    (void)attempt;
+    double zero = 0, now = bench_now();
+    atomic_compare_exchange_strong(&first_ns, &zero, now);
+    spin();
+    if (atomic_fetch_add(&handled, 1) + 1 == messages)
+        atomic_store(&last_ns, bench_now());
+    return 0;
+}
+
+static void on_closed(rl_consumer_t *c)
+{
+    (void)c;
+    closed = 1;
+}
+
+static double run_ringlane(int run, int lanes)
+{
+    char group[32];
+    snprintf(group, sizeof group, "ringlane-%d", run);
+    static const char *lane_names[] = {"lane-a", "lane-b", "lane-c", "lane-d",
+                                       "lane-e", "lane-f", "lane-g", "lane-h"};
+    const char *topics[] = {TOPIC};
+    rl_consumer_options o;
+    rl_consumer_options_init(&o);
+    o.conf = consumer_conf(group);
+    o.topics = topics;
+    o.topic_count = 1;
+    o.handler = handler;
+    o.dispatch.lanes = lane_names;
+    o.dispatch.lane_count = (size_t)lanes;
+    o.dlq_topic = ""; /* no dead letters here */
+    /* The consumer's defaults unless asked otherwise (to measure other depths). */
+    if (getenv("RINGLANE_BENCH_LANE_CAPACITY"))
+        o.dispatch.lane_capacity = (uint32_t)atoi(getenv("RINGLANE_BENCH_LANE_CAPACITY"));
+    if (getenv("RINGLANE_BENCH_PENDING_MAX"))
+        o.pending_max = (uint32_t)atoi(getenv("RINGLANE_BENCH_PENDING_MAX"));
+    atomic_store(&handled, 0);
+    atomic_store(&first_ns, 0);
+    atomic_store(&last_ns, 0);
+    closed = 0;
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    rl_consumer_t *c = NULL;
+    int rc = rl_consumer_new(&loop, &o, &c);
+    if (rc) {
+        fprintf(stderr, "bench_consumer: rl_consumer_new: %s\n", rl_strerror(rc));
+        exit(1);
+    }
+    while (atomic_load(&handled) < messages)
+        uv_run(&loop, UV_RUN_ONCE);
+    rl_consumer_stats st;
+    if (rl_consumer_stats_get(c, &st, NULL, 0, NULL) == 0)
+        printf("  ringlane: %" PRIu64 " pauses, %" PRIu64 " resumes, %" PRIu64
+               " refetched, %" PRIu64 " commits\n",
+               st.pauses, st.resumes, st.refetched, st.commits);
+    rl_consumer_close(c, on_closed);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    return (double)(messages - 1) / (atomic_load(&last_ns) - atomic_load(&first_ns));
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    messages = argc > 1 ? atol(argv[1]) : 200000;
+    work_us = argc > 2 ? atoi(argv[2]) : 0;
+    int runs = argc > 3 ? atoi(argv[3]) : 3;
+    int lanes = argc > 4 ? atoi(argv[4]) : 4;
+    if (messages < 2 || work_us < 0 || runs < 1 || runs > 99 || lanes < 1 || lanes > 8) {
+        fprintf(stderr, "usage: bench_consumer [MESSAGES >= 2] [WORK_US] [RUNS 1..99] "
+                        "[LANES 1..8]\n");
+        return 2;
+    }
+    rd_kafka_conf_t *hconf = rd_kafka_conf_new();
+    rd_kafka_conf_set_log_cb(hconf, quiet);
+    char err[256];
+    rd_kafka_t *host = rd_kafka_new(RD_KAFKA_PRODUCER, hconf, err, sizeof err);
+    rd_kafka_mock_cluster_t *mock = host ? rd_kafka_mock_cluster_new(host, 3) : NULL;
+    if (!mock || rd_kafka_mock_topic_create(mock, TOPIC, PARTITIONS, 1)) {
+        fprintf(stderr, "bench_consumer: no mock cluster\n");
+        return 1;
+    }
+    bootstraps = rd_kafka_mock_cluster_bootstraps(mock);
+    prefill();
+    printf("bench_consumer: %ld messages over %d keys, %d partitions, handler %d us, "
+           "ringlane with %d lanes\n",
+           messages, KEYS, PARTITIONS, work_us, lanes);
+    double ratios[99];
+    for (int r = 0; r < runs; r++) {
+        double base = run_baseline(r), rl = run_ringlane(r, lanes);
+        ratios[r] = rl / base;
+        printf("run %d: baseline %.0f msg/s, ringlane %.0f msg/s, ratio %.2f\n", r + 1, base, rl,
+               ratios[r]);
+        fflush(stdout);
+    }
+    qsort(ratios, (size_t)runs, sizeof *ratios, cmp_double);
+    printf("median ratio ringlane / baseline: %.2f\n", ratios[runs / 2]);
+    rd_kafka_mock_cluster_destroy(mock);
+    rd_kafka_destroy(host);
+    return 0;
+}
