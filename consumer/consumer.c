@@ -41,10 +41,16 @@ void rl_consumer_options_init(rl_consumer_options *opts)
         return;
     memset(opts, 0, sizeof *opts);
     rl_dispatch_options_init(&opts->dispatch);
+    /* Deeper lanes and more kept messages than a bare dispatcher needs: pausing a partition
+     * drops what librdkafka prefetched for it, and the refetch after the resume leaves the
+     * lanes idle unless they hold enough to cover it (bench_consumer: with 1,024 and 2,048 the
+     * consumer paused ~30 times in 200,000 messages and ran at 0.4-0.7x a single-threaded
+     * consumer with 5 us handlers; with these, no pause and 1.1-1.2x). */
+    opts->dispatch.lane_capacity = 8192;
     opts->null_key = RL_CONSUMER_NULL_KEY_PARTITION;
     opts->max_key_len = 4096;
     opts->window = 65536;
-    opts->pending_max = 2048;
+    opts->pending_max = 16384;
     opts->poll_batch = 500;
     opts->revoke_timeout_ms = 30000;
     opts->commit_interval_ms = 1000;

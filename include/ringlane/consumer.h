@@ -113,7 +113,7 @@ typedef struct rl_consumer_options {
     int null_key;                /* enum rl_consumer_null_key (PARTITION) */
     uint32_t max_key_len;        /* longer keys are dead-lettered (4096) */
     uint32_t window;             /* offsets dispatched and unfinished per partition (65536) */
-    uint32_t pending_max;        /* refused messages kept per partition before it pauses (2048) */
+    uint32_t pending_max;        /* refused messages kept per partition before it pauses (16384) */
     uint32_t poll_batch;         /* messages per loop turn (500) */
     uint32_t revoke_timeout_ms;  /* how long a revoke waits for in-flight messages (30000) */
     uint32_t commit_interval_ms; /* how often stored watermarks are committed (1000) */
@@ -123,7 +123,8 @@ typedef struct rl_consumer_options {
     rl_consumer_error_cb on_error;             /* NULL: none */
 } rl_consumer_options;
 
-/* Fills opts with the defaults in parentheses above, rl_dispatch_options_init for dispatch, and
+/* Fills opts with the defaults in parentheses above, rl_dispatch_options_init for dispatch but
+ * lane_capacity 8192 (a paused partition costs a refetch: deeper lanes pause less), and
  * everything else NULL / 0. */
 RL_EXTERN void rl_consumer_options_init(rl_consumer_options *opts);
 
