@@ -132,8 +132,7 @@ static double run_baseline(int run)
 /* --- ringlane's ordered consumer on a loop in this thread --- */
 
 static atomic_long handled;
-static _Atomic double first_ns, last_ns; /* seconds, despite the name's habit */
-static int closed;
+static _Atomic double first_s, last_s; /* bench_now() of the first and the last handled */
 
 static int handler(rl_consumer_t *c, const rd_kafka_message_t *m, uint32_t attempt)
 {
@@ -141,17 +140,11 @@ static int handler(rl_consumer_t *c, const rd_kafka_message_t *m, uint32_t attem
     (void)m;
     (void)attempt;
     double zero = 0, now = bench_now();
-    atomic_compare_exchange_strong(&first_ns, &zero, now);
+    atomic_compare_exchange_strong(&first_s, &zero, now);
     spin();
     if (atomic_fetch_add(&handled, 1) + 1 == messages)
-        atomic_store(&last_ns, bench_now());
+        atomic_store(&last_s, bench_now());
     return 0;
-}
-
-static void on_closed(rl_consumer_t *c)
-{
-    (void)c;
-    closed = 1;
 }
 
 static double run_ringlane(int run, int lanes)
@@ -176,9 +169,8 @@ static double run_ringlane(int run, int lanes)
     if (getenv("RINGLANE_BENCH_PENDING_MAX"))
         o.pending_max = (uint32_t)atoi(getenv("RINGLANE_BENCH_PENDING_MAX"));
     atomic_store(&handled, 0);
-    atomic_store(&first_ns, 0);
-    atomic_store(&last_ns, 0);
-    closed = 0;
+    atomic_store(&first_s, 0);
+    atomic_store(&last_s, 0);
     uv_loop_t loop;
     uv_loop_init(&loop);
     rl_consumer_t *c = NULL;
@@ -194,10 +186,11 @@ static double run_ringlane(int run, int lanes)
         printf("  ringlane: %" PRIu64 " pauses, %" PRIu64 " resumes, %" PRIu64
                " refetched, %" PRIu64 " commits\n",
                st.pauses, st.resumes, st.refetched, st.commits);
-    rl_consumer_close(c, on_closed);
+    rl_consumer_close(c, NULL);
+    /* The loop ends once the consumer has closed all it holds. */
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
-    return (double)(messages - 1) / (atomic_load(&last_ns) - atomic_load(&first_ns));
+    return (double)(messages - 1) / (atomic_load(&last_s) - atomic_load(&first_s));
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -77,10 +77,13 @@ while kill -0 "$pid" 2>/dev/null; do
     [ -n "$rss" ] || break
     # The demo's last progress line: "... produced P  handled H  dup D  violations V ..."
     line=$(grep -a 'handled' "$tmp/demo.err" | tail -n 1 || true)
-    handled=$(echo "$line" | awk '{ for (i = 1; i < NF; i++) if ($i == "handled") print $(i + 1) }')
-    dup=$(echo "$line" | awk '{ for (i = 1; i < NF; i++) if ($i == "dup") print $(i + 1) }')
-    viol=$(echo "$line" | awk '{ for (i = 1; i < NF; i++) if ($i == "violations") print $(i + 1) }')
-    handled=${handled:-0}
+    # shellcheck disable=SC2046 # three numbers, split on purpose
+    set -- $(echo "$line" | awk '{ h = 0; d = 0; v = 0
+        for (i = 1; i < NF; i++) {
+            if ($i == "handled") h = $(i + 1); if ($i == "dup") d = $(i + 1)
+            if ($i == "violations") v = $(i + 1) }
+        print h, d, v }')
+    handled=${1:-0} dup=${2:-0} viol=${3:-0}
     echo "soak t=$(($(date +%s) - start))s handled=$handled per_s=$(((handled - last_handled) / 10))" \
         "dup=${dup:-0} violations=${viol:-0} rss_kib=$rss" | tee -a "$tmp/pipeline.log"
     last_handled=$handled
