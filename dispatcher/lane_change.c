@@ -19,10 +19,13 @@
  *     no fence, whose key h the new ring gives to another lane D, gets a fence for h held by D.
  *     Arming and the worker's "job finished" step both happen under L's mutex, so a fence is
  *     armed only while the job is still in flight and the worker always sees it.
- *  C. Move queued jobs. Every lane that can lose keys (all lanes on add, the removed lane on
- *     remove) is scanned front to back; each job whose key the new ring gives to another lane D
- *     is taken out and appended, in scan order, to D's fence for that key if D holds one, else to
- *     the end of D's queue.
+ *  C. Move queued jobs. Every lane is scanned front to back, on add and on remove alike; each
+ *     job whose key the new ring gives to another lane D is taken out and appended, in scan
+ *     order, to D's fence for that key if D holds one, else to the end of D's queue. (Removing
+ *     a member moves only its own keys in some profiles, but not in all: jump renumbers the
+ *     members after the removed one, and ketama, envoy and maglev move some keys between
+ *     survivors. The dispatcher takes every profile, so it assumes nothing about which lanes
+ *     lose keys.)
  *     B and C run for one lane under one hold of its mutex. Apart, the worker could pop the
  *     next job of a key between them: B would see the lane idle, and C would move the key's
  *     later jobs to a lane that starts them at once, beside the one just popped.
@@ -52,9 +55,9 @@
  *     change first counts what may arrive at each lane and makes room for it; only then does it
  *     modify anything, so it either fails (RL_ENOMEM) having changed nothing, or cannot fail.
  *  I6 Keys that do not move are not held: no fence is placed on them; their lane pauses only
- *     while its queue is scanned (on add, under its mutex) for the keys that leave.
+ *     while its queue is scanned (under its mutex) for the keys that leave.
  *
- * Cost: the critical section walks the scanned lanes' queues twice (count, then move). Queues
+ * Cost: the critical section walks every lane's queue twice (count, then move). Queues
  * are arrays of (key position, job), and the ring's lookup engine answers most positions with
  * one table read, so routing a queued job touches neither the job nor a binary search in most
  * cases. Everything else (the new ring, the lane array, the new lane and its thread) is made
@@ -194,9 +197,9 @@ static void count_leaving(rl__lane *l, plan *p)
 
 /* Steps B and C for one lane, under one hold of its mutex: were they apart, the worker could
  * start a job after B found it idle, and C would then move that key's later jobs unfenced.
- * `scan`: the lane can lose keys, so its queue is walked; jobs that stay are compacted in
- * place, jobs that leave go to p->moved or to the fence of their key. */
-static void fence_and_move(rl__lane *l, plan *p, bool scan)
+ * Jobs that stay are compacted in place, jobs that leave go to p->moved or to the fence of
+ * their key. */
+static void fence_and_move(rl__lane *l, plan *p)
 {
     const rl__route *next = &p->next;
     uv_mutex_lock(&l->mu);
@@ -210,32 +213,30 @@ static void fence_and_move(rl__lane *l, plan *p, bool scan)
             armed_at = to;
         }
     }
-    if (scan) {
-        rl__lq *q = &l->queue;
-        size_t kept = 0;
-        for (size_t i = 0; i < q->len; i++) {
-            rl__qent e = *rl__lq_at(q, i);
-            uint32_t node = rl__route_node(next, e.hash);
-            rl__lane *to = next->lanes[node];
-            if (to == l) {
-                *rl__lq_at(q, kept++) = e;
-            } else if (to == armed_at && e.hash == l->fence.hash) {
-                rl__jobq_push(&l->fence.parked, e.job); /* counted when the fence is linked */
+    rl__lq *q = &l->queue;
+    size_t kept = 0;
+    for (size_t i = 0; i < q->len; i++) {
+        rl__qent e = *rl__lq_at(q, i);
+        uint32_t node = rl__route_node(next, e.hash);
+        rl__lane *to = next->lanes[node];
+        if (to == l) {
+            *rl__lq_at(q, kept++) = e;
+        } else if (to == armed_at && e.hash == l->fence.hash) {
+            rl__jobq_push(&l->fence.parked, e.job); /* counted when the fence is linked */
+        } else {
+            /* Fence lists of other lanes change only under the route lock, held here for
+             * writing, so they can be read without their lane's mutex. */
+            rl__fence *f = rl__fence_for(to, e.hash);
+            if (f) {
+                rl__jobq_push(&f->parked, e.job);
+                p->parked_in[node]++;
             } else {
-                /* Fence lists of other lanes change only under the route lock, held here for
-                 * writing, so they can be read without their lane's mutex. */
-                rl__fence *f = rl__fence_for(to, e.hash);
-                if (f) {
-                    rl__jobq_push(&f->parked, e.job);
-                    p->parked_in[node]++;
-                } else {
-                    p->moved[node][p->moved_n[node]++] = e;
-                }
+                p->moved[node][p->moved_n[node]++] = e;
             }
         }
-        q->len = kept;
-        rl__lane_set_depth(l);
     }
+    q->len = kept;
+    rl__lane_set_depth(l);
     uv_mutex_unlock(&l->mu);
     if (armed_at) {
         uv_mutex_lock(&armed_at->mu);
@@ -261,11 +262,8 @@ static int prepare_moves(rl_dispatcher_t *d, plan *p)
         count_fence(cur->lanes[i], p);
     for (rl__lane *r = d->retiring; r; r = r->next_retiring)
         count_fence(r, p);
-    for (size_t i = 0; i < cur->n; i++) {
-        rl__lane *l = cur->lanes[i];
-        if (!p->removed || l == p->removed)
-            count_leaving(l, p);
-    }
+    for (size_t i = 0; i < cur->n; i++)
+        count_leaving(cur->lanes[i], p);
     for (size_t i = 0; i < n; i++)
         total += p->incoming[i]; /* moved[i] gets a slice of incoming[i], an upper bound */
     p->buf = malloc((total ? total : 1) * sizeof *p->buf);
@@ -328,10 +326,8 @@ static int apply_change(rl_dispatcher_t *d, plan *p)
         for (rl__lane *r = d->retiring; r; r = r->next_retiring)
             retarget_fence(r, next);
         /* B and C */
-        for (size_t i = 0; i < cur->n; i++) {
-            rl__lane *l = cur->lanes[i];
-            fence_and_move(l, p, !removed || l == removed);
-        }
+        for (size_t i = 0; i < cur->n; i++)
+            fence_and_move(cur->lanes[i], p);
         for (size_t i = 0; i < next->n; i++) {
             if (!p->moved_n[i] && !p->parked_in[i])
                 continue;
