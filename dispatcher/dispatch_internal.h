@@ -215,7 +215,11 @@ struct rl_dispatcher {
 
     atomic_bool closing;
     bool close_done;
-    bool delivering; /* loop thread: on_done calls are being made from the completion stack */
+    /* Loop thread: finished jobs taken from the completion stack, in completion order, whose
+     * on_done calls are being made. One list, so that a call made from inside on_done (take_tag,
+     * wait_tag) goes on with the outer call's jobs before its own, and a key's jobs still end in
+     * order. */
+    rl__jobq delivery;
     int close_mode;
     rl_dispatch_close_cb close_cb;
 
@@ -237,7 +241,30 @@ struct rl_dispatcher {
     atomic_int tag_waiters;
 
     atomic_uint_fast64_t changes, last_change_ns, max_change_ns;
+
+    /* Calls in progress from any thread (submit, wait_tag, statistics, get_data): the end of a
+     * close waits for them before close_cb runs and the dispatcher is freed. */
+    atomic_int entered;
 };
+
+/* Brackets a call that may come from any thread (see `entered`). */
+static inline void rl__enter(rl_dispatcher_t *d)
+{
+    atomic_fetch_add(&d->entered, 1);
+}
+static inline void rl__leave(rl_dispatcher_t *d)
+{
+    atomic_fetch_sub(&d->entered, 1);
+}
+
+/* Waits on cv (mu held) until it is signalled or the clock passes deadline_ns (uv_hrtime;
+ * UINT64_MAX: no limit). Waits are cut into pieces of at most an hour, so that no deadline,
+ * however far, overflows the clock arithmetic of the wait (a wrapped deadline is a wait that
+ * ends at once, and a caller looping on it spins). */
+void rl__cond_wait_until(uv_cond_t *cv, uv_mutex_t *mu, uint64_t deadline_ns);
+
+/* The deadline timeout_ms from now (UINT64_MAX when it is beyond what the clock can hold). */
+uint64_t rl__deadline_after_ms(uint64_t timeout_ms);
 
 /* True on the thread that called rl_dispatch_init. */
 bool rl__on_loop_thread(const rl_dispatcher_t *d);
@@ -246,14 +273,20 @@ bool rl__on_loop_thread(const rl_dispatcher_t *d);
 void rl__space_notify(rl_dispatcher_t *d);
 
 /* The depth a full lane (or the job count) must fall to before waiting submitters are woken:
- * three quarters, so that a waiter wakes to room for a batch, not for one job. */
+ * three quarters, so that a waiter wakes to room for a batch, not for one job; and at least
+ * one place free, whatever the capacity (with a capacity under 4 three quarters is all). */
 static inline size_t rl__low_water(size_t cap)
 {
-    return cap - cap / 4;
+    size_t free_places = cap / 4 ? cap / 4 : 1;
+    return cap - free_places;
 }
 
-/* Loop thread: runs on_done for every finished job and frees it. */
+/* Loop thread: runs on_done for every finished job and frees it (collect, then deliver). */
 void rl__deliver_completions(rl_dispatcher_t *d);
+/* Loop thread: moves the finished jobs to the end of the delivery list, without delivering. */
+void rl__collect_completions(rl_dispatcher_t *d);
+/* Loop thread: runs on_done for the jobs on the delivery list, in order. */
+void rl__deliver_collected(rl_dispatcher_t *d);
 
 /* Loop thread: ends a list of jobs with `outcome`, in order, and frees them. */
 void rl__end_jobs(rl_dispatcher_t *d, rl__jobq *q, int outcome);

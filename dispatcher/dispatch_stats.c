@@ -35,6 +35,7 @@ int rl_dispatch_stats_get(rl_dispatcher_t *d, rl_dispatch_stats *out, rl_dispatc
     uint64_t *hist = malloc(sizeof(uint64_t) * RL__HIST_BUCKETS);
     if (!hist)
         return RL_ENOMEM;
+    rl__enter(d);
     memset(out, 0, sizeof *out);
     size_t k = 0;
     pthread_rwlock_rdlock(&d->route_lock);
@@ -58,6 +59,7 @@ int rl_dispatch_stats_get(rl_dispatcher_t *d, rl_dispatch_stats *out, rl_dispatc
     out->lane_changes = atomic_load(&d->changes);
     out->last_change_ns = atomic_load(&d->last_change_ns);
     out->max_change_ns = atomic_load(&d->max_change_ns);
+    rl__leave(d);
     if (n)
         *n = k;
     return 0;

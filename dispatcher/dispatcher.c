@@ -2,6 +2,7 @@
 #define _GNU_SOURCE /* pthread_rwlockattr_setkind_np: a writer-preferring route lock */
 #include "dispatch_internal.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,7 +20,7 @@ void rl_dispatch_options_init(rl_dispatch_options *opts)
 
 void *rl_dispatch_get_data(const rl_dispatcher_t *d)
 {
-    return d ? d->opts.data : NULL;
+    return d ? d->opts.data : NULL; /* set once by init, never written again */
 }
 
 bool rl__on_loop_thread(const rl_dispatcher_t *d)
@@ -73,36 +74,45 @@ void rl__end_jobs(rl_dispatcher_t *d, rl__jobq *q, int outcome)
     rl__space_notify(d);
 }
 
-void rl__deliver_completions(rl_dispatcher_t *d)
+void rl__collect_completions(rl_dispatcher_t *d)
 {
-    /* Not from inside on_done: the outer call still holds earlier completions, and a nested
-     * one would end later jobs before them. What is left is delivered on the next wake-up. */
-    if (d->delivering)
-        return;
+    /* The stack holds the newest completion first: reversed, it joins the end of the list. */
     rl__job *stack = atomic_exchange_explicit(&d->done_head, NULL, memory_order_acquire);
-    if (!stack)
-        return;
-    d->delivering = true;
-    rl__job *fifo = NULL; /* the stack reversed: completion order */
+    rl__jobq fresh = {0};
     while (stack) {
         rl__job *nx = stack->next;
-        stack->next = fifo;
-        fifo = stack;
+        stack->next = fresh.head;
+        if (!fresh.head)
+            fresh.tail = stack;
+        fresh.head = stack;
+        fresh.len++;
         stack = nx;
     }
+    rl__jobq_append(&d->delivery, &fresh);
+}
+
+void rl__deliver_collected(rl_dispatcher_t *d)
+{
+    /* A call from inside on_done goes on with the outer call's list, so it ends those jobs
+     * before any it adds (the outer call then finds the list empty). */
+    if (!d->delivery.head)
+        return;
     ended e = {{0}, 0};
-    while (fifo) {
-        rl__job *nx = fifo->next;
-        end_job(d, fifo, fifo->outcome, &e);
-        fifo = nx;
-    }
-    d->delivering = false;
+    rl__job *j;
+    while ((j = rl__jobq_pop(&d->delivery)))
+        end_job(d, j, j->outcome, &e);
     publish(d, &e);
     /* Submitters held back by max_jobs wake once a quarter of it is free again. */
     if (atomic_load(&d->blocked_global) &&
         atomic_load(&d->jobs) <= rl__low_water(d->opts.max_jobs) &&
         atomic_exchange(&d->blocked_global, false))
         rl__space_notify(d);
+}
+
+void rl__deliver_completions(rl_dispatcher_t *d)
+{
+    rl__collect_completions(d);
+    rl__deliver_collected(d);
 }
 
 void rl__check_capacity(rl_dispatcher_t *d)
@@ -169,9 +179,27 @@ static void free_dispatcher(rl_dispatcher_t *d)
     free(d);
 }
 
+/* Waits for the calls other threads are making (blocked submitters, wait_tag, statistics):
+ * they return RL_ECLOSED or their answer, and touch nothing once they have left. The workers
+ * have stopped, so none of them waits for a job: each wakes and leaves at once. */
+static void wait_for_callers(rl_dispatcher_t *d)
+{
+    while (atomic_load(&d->entered) > 0) {
+        uv_mutex_lock(&d->space_mu);
+        d->space_gen++;
+        uv_cond_broadcast(&d->space_cv);
+        uv_mutex_unlock(&d->space_mu);
+        uv_mutex_lock(&d->wait_mu);
+        uv_cond_broadcast(&d->wait_cv);
+        uv_mutex_unlock(&d->wait_mu);
+        sched_yield();
+    }
+}
+
 static void on_async_closed(uv_handle_t *h)
 {
     rl_dispatcher_t *d = h->data;
+    wait_for_callers(d);
     if (d->close_cb)
         d->close_cb(d);
     free_dispatcher(d);

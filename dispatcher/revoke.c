@@ -50,6 +50,15 @@ static void take_from_lane(rl__lane *l, int64_t tag, rl__jobq *out)
     uv_mutex_unlock(&l->mu);
 }
 
+/* After a close in STOP mode: the jobs of `tag` that wait to be handed back when the close
+ * finishes. */
+static void take_returned(rl_dispatcher_t *d, int64_t tag, rl__jobq *out)
+{
+    uv_mutex_lock(&d->returned_mu);
+    take_from(&d->returned, tag, out);
+    uv_mutex_unlock(&d->returned_mu);
+}
+
 int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count)
 {
     if (count)
@@ -63,12 +72,22 @@ int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count)
      * end after the jobs handed back. */
     rl__deliver_completions(d);
     rl__jobq out = {0};
-    pthread_rwlock_rdlock(&d->route_lock);
+    /* For writing: while the lanes are scanned one after another, no job may move between
+     * them. Taking a job that waits for a retry lets its worker go on, and the worker then
+     * releases its fence: under a read lock it would splice the key's parked jobs into a lane
+     * not yet scanned, which could start them. Submitters wait meanwhile too. */
+    pthread_rwlock_wrlock(&d->route_lock);
     for (size_t i = 0; i < d->route.n; i++)
         take_from_lane(d->route.lanes[i], tag, &out);
     for (rl__lane *r = d->retiring; r; r = r->next_retiring)
         take_from_lane(r, tag, &out);
+    /* Still under the lock: a job of a taken key that finished after the first look is on
+     * the completion stack now (a worker pushes it before letting go of the key), and no job
+     * that starts after the take can be there yet. Those end before the jobs handed back. */
+    rl__collect_completions(d);
     pthread_rwlock_unlock(&d->route_lock);
+    take_returned(d, tag, &out);
+    rl__deliver_collected(d);
     if (count)
         *count = out.len;
     rl__jobq_sort_seq(&out);
@@ -101,27 +120,34 @@ int rl_dispatch_wait_tag(rl_dispatcher_t *d, int64_t tag, uint64_t timeout_ms)
 {
     if (!d)
         return RL_EINVAL;
-    uint64_t now = uv_hrtime();
-    uint64_t deadline =
-        timeout_ms > (UINT64_MAX - now) / 1000000u ? UINT64_MAX : now + timeout_ms * 1000000u;
+    rl__enter(d);
+    uint64_t deadline = rl__deadline_after_ms(timeout_ms);
     int rc = 0;
     /* Registered before looking: a worker that finishes after the look sees a waiter. */
     atomic_fetch_add(&d->tag_waiters, 1);
     uv_mutex_lock(&d->wait_mu);
     while (tag_in_flight(d, tag)) {
-        now = uv_hrtime();
-        if (now >= deadline) {
+        if (uv_hrtime() >= deadline) {
             rc = RL_ETIMEDOUT;
             break;
         }
-        uv_cond_timedwait(&d->wait_cv, &d->wait_mu, deadline - now);
+        rl__cond_wait_until(&d->wait_cv, &d->wait_mu, deadline);
     }
     uv_mutex_unlock(&d->wait_mu);
     atomic_fetch_sub(&d->tag_waiters, 1);
     if (rl__on_loop_thread(d)) {
         /* Finished jobs pushed their completion before going idle: end them now. */
         rl__deliver_completions(d);
+        if (rc == 0 && atomic_load(&d->closing)) {
+            /* A STOP close parks the jobs it hands back until it finishes; a job stopped in
+             * its retry delay joins them when its worker wakes, which the wait above saw. */
+            rl__jobq out = {0};
+            take_returned(d, tag, &out);
+            rl__jobq_sort_seq(&out);
+            rl__end_jobs(d, &out, RL_DISPATCH_RETURNED);
+        }
         rl__check_capacity(d);
     }
+    rl__leave(d);
     return rc;
 }

@@ -13,19 +13,33 @@ void rl__space_notify(rl_dispatcher_t *d)
     }
 }
 
-/* Notes a refusal: for on_capacity, and for the wake-up of a submitter that will wait. */
-static void refuse(rl_dispatcher_t *d, rl__lane *l, bool waiting)
+/* Notes a refusal by a lane (under its mutex): for on_capacity, and for the wake-up of a
+ * submitter that will wait. The lane's worker reads both under the same mutex. */
+static void refuse_lane(rl_dispatcher_t *d, rl__lane *l, bool waiting)
 {
     atomic_fetch_add_explicit(&d->refused, 1, memory_order_relaxed);
-    if (l) {
-        atomic_store(&l->refused, true);
-        if (waiting)
-            l->blocked = true;
-    } else {
-        atomic_store(&d->refused_global, true);
-        if (waiting)
-            atomic_store(&d->blocked_global, true);
-    }
+    atomic_store(&l->refused, true);
+    if (waiting)
+        l->blocked = true;
+}
+
+/* Notes a refusal by max_jobs, after the refused submitter took its count back. The loop
+ * thread gives places back and then reads the flags; here the flags are set and then the
+ * count is read (all sequentially consistent), so at least one side sees the other: if places
+ * were given back before the flag was up, the count read here shows it, and the submitter
+ * wakes the waiters itself (waiting) or has the loop look again (on_capacity). */
+static void refuse_global(rl_dispatcher_t *d, bool waiting)
+{
+    atomic_fetch_add_explicit(&d->refused, 1, memory_order_relaxed);
+    atomic_store(&d->refused_global, true);
+    if (waiting)
+        atomic_store(&d->blocked_global, true);
+    uint64_t held = atomic_load(&d->jobs);
+    if (waiting && held <= rl__low_water(d->opts.max_jobs) &&
+        atomic_exchange(&d->blocked_global, false))
+        rl__space_notify(d);
+    if (d->opts.on_capacity && held <= d->opts.max_jobs / 2)
+        uv_async_send(&d->async); /* rl__check_capacity runs on the loop */
 }
 
 /* One attempt: RL_EAGAIN when there is no room. */
@@ -42,6 +56,7 @@ static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t ta
     j->submit_ns = 0;
 
     int rc = 0;
+    bool global_refusal = false;
     rl__lane *wake = NULL;
     pthread_rwlock_rdlock(&d->route_lock);
     if (atomic_load_explicit(&d->closing, memory_order_relaxed)) {
@@ -53,16 +68,15 @@ static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t ta
         uv_mutex_lock(&l->mu);
         if (l->queue.len + l->parked >= d->opts.lane_capacity) {
             rc = RL_EAGAIN;
-            refuse(d, l, waiting);
+            refuse_lane(d, l, waiting);
         } else if (rl__lq_reserve(&l->queue, l->queue.len + l->parked + 1) != 0) {
             rc = RL_ENOMEM; /* room for the job wherever it lands: queue or parked */
         } else if (atomic_fetch_add(&d->jobs, 1) >= d->opts.max_jobs) {
-            /* Over the memory bound. The reservation was only made when the count was already
-             * at the bound; if jobs ended meanwhile, a waiting submitter may now fit. */
-            if (atomic_fetch_sub(&d->jobs, 1) - 1 < d->opts.max_jobs)
-                rl__space_notify(d);
+            /* Over the memory bound: the place is given back, and refuse_global (after the
+             * unlocks) makes sure the wake-up this refusal waits for is not missed. */
+            atomic_fetch_sub(&d->jobs, 1);
             rc = RL_EAGAIN;
-            refuse(d, NULL, waiting);
+            global_refusal = true;
         } else {
             /* Taken under the lane's mutex, so a key's sequence numbers rise with its order. */
             j->pub.seq = atomic_fetch_add_explicit(&d->seq, 1, memory_order_relaxed);
@@ -86,6 +100,8 @@ static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t ta
             uv_cond_signal(&wake->cv);
     }
     pthread_rwlock_unlock(&d->route_lock);
+    if (global_refusal)
+        refuse_global(d, waiting);
     if (rc)
         free(j);
     return rc;
@@ -101,27 +117,41 @@ static int hash_key(rl_dispatcher_t *d, const void *key, size_t key_len, uint64_
 int rl_dispatch_try_submit(rl_dispatcher_t *d, const void *key, size_t key_len, void *data,
                            int64_t tag)
 {
+    if (!d)
+        return RL_EINVAL;
+    rl__enter(d);
     uint64_t hash;
     int rc = hash_key(d, key, key_len, &hash);
-    if (rc)
-        return rc;
-    return submit_once(d, hash, data, tag, false);
+    if (!rc)
+        rc = submit_once(d, hash, data, tag, false);
+    rl__leave(d);
+    return rc;
 }
+
+static int submit_waiting(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t tag,
+                          int64_t timeout_ms);
 
 int rl_dispatch_submit(rl_dispatcher_t *d, const void *key, size_t key_len, void *data, int64_t tag,
                        int64_t timeout_ms)
 {
+    if (!d)
+        return RL_EINVAL;
+    rl__enter(d);
     uint64_t hash;
     int rc = hash_key(d, key, key_len, &hash);
-    if (rc)
-        return rc;
-    rc = submit_once(d, hash, data, tag, false); /* the common case: there is room */
-    if (rc != RL_EAGAIN || rl__on_loop_thread(d) || rl__worker_of == d)
-        return rc;
+    if (!rc)
+        rc = submit_once(d, hash, data, tag, false); /* the common case: there is room */
+    if (rc == RL_EAGAIN && !rl__on_loop_thread(d) && rl__worker_of != d)
+        rc = submit_waiting(d, hash, data, tag, timeout_ms);
+    rl__leave(d);
+    return rc;
+}
 
-    uint64_t deadline = timeout_ms < 0 || timeout_ms > INT64_MAX / 1000000
-                            ? UINT64_MAX
-                            : uv_hrtime() + (uint64_t)timeout_ms * 1000000u;
+static int submit_waiting(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t tag,
+                          int64_t timeout_ms)
+{
+    int rc;
+    uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : rl__deadline_after_ms((uint64_t)timeout_ms);
     /* Registered before each attempt: whoever makes room after the attempt looked sees us. */
     atomic_fetch_add(&d->space_waiters, 1);
     for (;;) {
@@ -132,15 +162,8 @@ int rl_dispatch_submit(rl_dispatcher_t *d, const void *key, size_t key_len, void
         if (rc != RL_EAGAIN)
             break;
         uv_mutex_lock(&d->space_mu);
-        while (d->space_gen == gen && !atomic_load(&d->closing)) {
-            uint64_t now = uv_hrtime();
-            if (now >= deadline)
-                break;
-            if (deadline == UINT64_MAX)
-                uv_cond_wait(&d->space_cv, &d->space_mu);
-            else
-                uv_cond_timedwait(&d->space_cv, &d->space_mu, deadline - now);
-        }
+        while (d->space_gen == gen && !atomic_load(&d->closing) && uv_hrtime() < deadline)
+            rl__cond_wait_until(&d->space_cv, &d->space_mu, deadline);
         bool expired = d->space_gen == gen && uv_hrtime() >= deadline;
         uv_mutex_unlock(&d->space_mu);
         if (expired) {
