@@ -5,10 +5,13 @@
  * the lane names, so jobs with the same key run strictly in submission order (one at a time),
  * while jobs with different keys run in parallel on different lanes.
  *
- * Lanes can be added and removed at runtime. A change never reorders, loses or duplicates a job:
- * jobs already queued for keys that change lane move to the new lane in their original order,
- * and the new lane does not start a moved key until the old lane has finished that key's
- * in-flight job. Lanes whose keys do not move keep running.
+ * Lanes can be added and removed at runtime, with every ring profile. A change never reorders,
+ * loses or duplicates a job: jobs already queued for keys that change lane move to the new lane
+ * in their original order, and the new lane does not start a moved key until the old lane has
+ * finished that key's in-flight job. Which keys move is the profile's choice: most move only
+ * the keys of the lane added or removed, but jump renumbers lanes, and envoy, maglev and (at
+ * some lane counts) ketama also move keys between lanes that stay; those move the same way.
+ * Lanes whose keys do not move keep running.
  *
  * Threads: rl_dispatch_try_submit, rl_dispatch_submit, rl_dispatch_wait_tag, the statistics
  * and rl_dispatch_get_data may be called from any thread. Everything else (init, close, lane
@@ -16,11 +19,21 @@
  * rl_dispatch_init; elsewhere they return RL_ESTATE. Handlers run on lane workers; every other
  * callback runs on the loop thread.
  *
+ * Lifetime: the dispatcher is freed when close_cb returns. Calls from other threads that are in
+ * progress while a close finishes (submitters blocked for room, wait_tag, statistics) are
+ * waited for: they return (RL_ECLOSED, or their answer) before close_cb runs. A call that
+ * begins after close_cb has begun uses freed memory: have other threads stop calling once a
+ * submission answers RL_ECLOSED (or once you have called close), and join them before close_cb
+ * returns.
+ *
  * Every accepted job ends in exactly one on_done call: RL_DISPATCH_DONE (the handler returned
  * 0), RL_DISPATCH_DEAD (dead-lettered after max_attempts failures) or RL_DISPATCH_RETURNED
  * (handed back unprocessed: rl_dispatch_take_tag, or a close in RL_DISPATCH_STOP mode). For the
  * jobs of one key these calls arrive in submission order, with one exception: the jobs
- * rl_dispatch_take_tag hands back end at once, before a job of their key still in its handler.
+ * rl_dispatch_take_tag hands back end at once, before the key's earlier jobs that it does not
+ * hand back, which are a job still in its handler and, when one key is submitted under more
+ * than one tag, the key's queued jobs of other tags (those still run, in order, after the key's
+ * job in its handler).
  */
 #ifndef RINGLANE_DISPATCHER_H
 #define RINGLANE_DISPATCHER_H
@@ -114,9 +127,10 @@ RL_EXTERN void *rl_dispatch_get_data(const rl_dispatcher_t *d);
 RL_EXTERN int rl_dispatch_try_submit(rl_dispatcher_t *d, const void *key, size_t key_len,
                                      void *data, int64_t tag);
 
-/* As rl_dispatch_try_submit, but waits up to timeout_ms (negative: no limit) for room, then
- * RL_ETIMEDOUT. On the loop thread, and inside a handler of the same dispatcher, it never waits
- * (it would wait for itself) and answers like rl_dispatch_try_submit. */
+/* As rl_dispatch_try_submit, but waits up to timeout_ms (negative: no limit; any positive value
+ * works, INT64_MAX included) for room, then RL_ETIMEDOUT. On the loop thread, and inside a handler
+ * of the same dispatcher, it never waits (it would wait for itself) and answers like
+ * rl_dispatch_try_submit. */
 RL_EXTERN int rl_dispatch_submit(rl_dispatcher_t *d, const void *key, size_t key_len, void *data,
                                  int64_t tag, int64_t timeout_ms);
 
@@ -125,29 +139,36 @@ RL_EXTERN int rl_dispatch_submit(rl_dispatcher_t *d, const void *key, size_t key
  * thread), RL_ENOMEM, RL_ELOOP; on error nothing changed. */
 RL_EXTERN int rl_dispatch_add_lane(rl_dispatcher_t *d, const char *name);
 
-/* Removes a lane: its keys and queued jobs move to the lanes the ring now gives them, in order;
- * its worker finishes its in-flight job and stops. Errors: RL_ENOENT, RL_EBUSY (the last lane
- * while it still holds jobs: nothing changes, nothing is lost), RL_ECLOSED, RL_ESTATE,
- * RL_ENOMEM. With the last lane gone submissions answer RL_ESTATE until a lane is added. */
+/* Removes a lane: its keys and queued jobs move to the lanes the ring now gives them, in order
+ * (and so do other lanes' keys that the profile moves); its worker finishes its in-flight job
+ * and stops. Errors: RL_ENOENT, RL_EBUSY (the last lane while it still holds jobs: nothing
+ * changes, nothing is lost), RL_ECLOSED, RL_ESTATE, RL_ENOMEM. With the last lane gone
+ * submissions answer RL_ESTATE until a lane is added. */
 RL_EXTERN int rl_dispatch_remove_lane(rl_dispatcher_t *d, const char *name);
 
 /* Removes every job with `tag` that has not started (queued, waiting on a lane change, or
  * waiting for a retry between attempts) and ends each with on_done(RL_DISPATCH_RETURNED) before
- * returning, in submission order. *count (may be NULL) gets how many. Loop thread only. */
+ * returning, in submission order. Jobs of the same keys that finished before it looked end
+ * first (also when it is called from inside on_done). After a close in RL_DISPATCH_STOP mode it
+ * hands back at once the tag's jobs the close would hand back when it finishes. *count (may be
+ * NULL) gets how many. Submissions wait while it looks at the lanes. Loop thread only. */
 RL_EXTERN int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count);
 
-/* Waits up to timeout_ms until no job with `tag` is in flight (in its handler, or waiting for a
- * retry: rl_dispatch_take_tag hands those back). On the loop thread (outside on_done) it then
- * delivers the finished jobs' on_done calls before returning 0, so every job with the tag has
- * ended once rl_dispatch_take_tag and this have returned 0 (and no new one was submitted).
- * RL_ETIMEDOUT otherwise (the jobs still end later, through on_done). */
+/* Waits up to timeout_ms (any value: UINT64_MAX waits without a limit) until no job with `tag`
+ * is in flight (in its handler, or waiting for a retry: rl_dispatch_take_tag hands those back).
+ * On the loop thread it then delivers the finished jobs' on_done calls before returning 0 (and,
+ * after a close in RL_DISPATCH_STOP mode, hands back the tag's jobs the close holds, a job
+ * stopped in its retry delay among them), so every job with the tag has ended once
+ * rl_dispatch_take_tag and this have returned 0 (and no new one was submitted). RL_ETIMEDOUT
+ * otherwise (the jobs still end later, through on_done). From another thread it only waits. */
 RL_EXTERN int rl_dispatch_wait_tag(rl_dispatcher_t *d, int64_t tag, uint64_t timeout_ms);
 
 /* Starts closing: new submissions get RL_ECLOSED; blocked submitters wake with RL_ECLOSED. In
  * DRAIN mode every queued job still runs; in STOP mode only the handler calls in progress
  * finish and the queued jobs are handed back (RL_DISPATCH_RETURNED, in submission order). When
- * every worker has stopped and every job has ended, cb (may be NULL) runs on the loop thread
- * and the dispatcher is freed. Errors: RL_EINVAL, RL_ESTATE, RL_ECLOSED (already closing). */
+ * every worker has stopped, every job has ended and every call from another thread has
+ * returned, cb (may be NULL) runs on the loop thread and the dispatcher is freed when it
+ * returns (see Lifetime above). Errors: RL_EINVAL, RL_ESTATE, RL_ECLOSED (already closing). */
 RL_EXTERN int rl_dispatch_close(rl_dispatcher_t *d, int mode, rl_dispatch_close_cb cb);
 
 /* --- statistics: per lane, never per key --- */
