@@ -19,7 +19,8 @@
 # its memory rises for the first minute or two; run it for 600 s (the default) to judge it.
 #
 # Usage: tests/soak/soak.sh [SECONDS (default 600)] [BUILD_DIR (default build)]
-# Environment: RATE (events/s, default 10000), CYCLE_SECONDS (default 60).
+# Environment: RATE (events/s, default 10000), CYCLE_SECONDS (default 60), PROFILE (the ring
+# profile of part 1, default jump: the one whose changes move the most keys).
 set -eu
 seconds="${1:-600}"
 build="${2:-build}"
@@ -53,7 +54,7 @@ rss_check() {
 # --- part 1: the dispatcher ---
 echo "soak 1/2: dispatcher order checker for ${seconds}s"
 status=0
-"$checker" --seconds "$seconds" | tee "$tmp/checker.log" || status=$?
+"$checker" --seconds "$seconds" --profile "${PROFILE:-jump}" | tee "$tmp/checker.log" || status=$?
 # The checker prints "soak t=... rss_kib=N" lines, then its order-check summary.
 if [ "$status" -ne 0 ] || ! grep -q 'order check:' "$tmp/checker.log"; then
     echo "soak: FAILED: the dispatcher's order checker failed (violations, losses or duplicates)"
