@@ -311,5 +311,7 @@ rl__fence *rl__fence_for(const rl__lane *holder, uint64_t hash);
 
 /* lane.c: the dispatcher whose handler may be running on this thread. */
 extern _Thread_local const rl_dispatcher_t *rl__worker_of;
+/* lane.c: the lane whose worker this thread is (its cur_tag is this thread's to read). */
+extern _Thread_local const rl__lane *rl__worker_lane;
 
 #endif

@@ -8,6 +8,7 @@
 /* Set on a worker thread: the dispatcher whose handler may be running there (a blocking submit
  * from that handler must not wait for its own lane). */
 _Thread_local const rl_dispatcher_t *rl__worker_of;
+_Thread_local const rl__lane *rl__worker_lane;
 
 int rl__lane_new(rl_dispatcher_t *d, const char *name, rl__lane **out)
 {
@@ -197,6 +198,7 @@ static void worker(void *arg)
     rl__lane *l = arg;
     rl_dispatcher_t *d = l->d;
     rl__worker_of = d;
+    rl__worker_lane = l;
     uv_mutex_lock(&l->mu);
     for (;;) {
         for (int spin = 0; spin < 2 && !l->queue.len && !should_exit(l); spin++) {

@@ -77,14 +77,14 @@ int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count)
      * releases its fence: under a read lock it would splice the key's parked jobs into a lane
      * not yet scanned, which could start them. Submitters wait meanwhile too. */
     pthread_rwlock_wrlock(&d->route_lock);
+    /* Before anything is taken: jobs that finished since the first look end before the jobs
+     * handed back. Not after: once a job is taken, a later job of its key under another tag
+     * may start and finish while the other lanes are scanned, and must end after it. */
+    rl__collect_completions(d);
     for (size_t i = 0; i < d->route.n; i++)
         take_from_lane(d->route.lanes[i], tag, &out);
     for (rl__lane *r = d->retiring; r; r = r->next_retiring)
         take_from_lane(r, tag, &out);
-    /* Still under the lock: a job of a taken key that finished after the first look is on
-     * the completion stack now (a worker pushes it before letting go of the key), and no job
-     * that starts after the take can be there yet. Those end before the jobs handed back. */
-    rl__collect_completions(d);
     pthread_rwlock_unlock(&d->route_lock);
     take_returned(d, tag, &out);
     rl__deliver_collected(d);
@@ -120,6 +120,8 @@ int rl_dispatch_wait_tag(rl_dispatcher_t *d, int64_t tag, uint64_t timeout_ms)
 {
     if (!d)
         return RL_EINVAL;
+    if (rl__worker_of == d && rl__worker_lane->cur_tag == tag)
+        return RL_ESTATE; /* a handler waiting for its own job: it would only time out */
     rl__enter(d);
     uint64_t deadline = rl__deadline_after_ms(timeout_ms);
     int rc = 0;

@@ -23,11 +23,11 @@ static void refuse_lane(rl_dispatcher_t *d, rl__lane *l, bool waiting)
         l->blocked = true;
 }
 
-/* Notes a refusal by max_jobs, after the refused submitter took its count back. The loop
- * thread gives places back and then reads the flags; here the flags are set and then the
- * count is read (all sequentially consistent), so at least one side sees the other: if places
- * were given back before the flag was up, the count read here shows it, and the submitter
- * wakes the waiters itself (waiting) or has the loop look again (on_capacity). */
+/* Notes a refusal by max_jobs. The loop thread gives places back and then reads the flags;
+ * here the flags are set and then the count is read (all sequentially consistent), so at least
+ * one side sees the other: if places were given back before the flag was up, the count read
+ * here shows it, and the submitter wakes the waiters itself (waiting) or has the loop look
+ * again (on_capacity). */
 static void refuse_global(rl_dispatcher_t *d, bool waiting)
 {
     atomic_fetch_add_explicit(&d->refused, 1, memory_order_relaxed);
@@ -40,6 +40,18 @@ static void refuse_global(rl_dispatcher_t *d, bool waiting)
         rl__space_notify(d);
     if (d->opts.on_capacity && held <= d->opts.max_jobs / 2)
         uv_async_send(&d->async); /* rl__check_capacity runs on the loop */
+}
+
+/* Takes a place in max_jobs if one is free. Never counts past the bound, not even for a
+ * moment: the count is what the statistics show, and what the wake-ups are decided on. */
+static bool take_place(rl_dispatcher_t *d)
+{
+    uint_fast64_t held = atomic_load(&d->jobs);
+    do {
+        if (held >= d->opts.max_jobs)
+            return false;
+    } while (!atomic_compare_exchange_weak(&d->jobs, &held, held + 1));
+    return true;
 }
 
 /* One attempt: RL_EAGAIN when there is no room. */
@@ -71,10 +83,9 @@ static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t ta
             refuse_lane(d, l, waiting);
         } else if (rl__lq_reserve(&l->queue, l->queue.len + l->parked + 1) != 0) {
             rc = RL_ENOMEM; /* room for the job wherever it lands: queue or parked */
-        } else if (atomic_fetch_add(&d->jobs, 1) >= d->opts.max_jobs) {
-            /* Over the memory bound: the place is given back, and refuse_global (after the
-             * unlocks) makes sure the wake-up this refusal waits for is not missed. */
-            atomic_fetch_sub(&d->jobs, 1);
+        } else if (!take_place(d)) {
+            /* Over the memory bound: refuse_global (after the unlocks) makes sure the wake-up
+             * this refusal waits for is not missed. */
             rc = RL_EAGAIN;
             global_refusal = true;
         } else {

@@ -412,10 +412,16 @@ static void max_jobs_one(bool blocking, int n)
     assert_rl_ok(rl_dispatch_init(&w->loop, &o, &w->d));
     uv_thread_t t;
     assert_int_equal(uv_thread_create(&t, feed, &f), 0);
-    while (w->nended < n)
+    uint64_t most = 0; /* jobs held, as the statistics see them: never above max_jobs */
+    while (w->nended < n) {
         uv_run(&w->loop, UV_RUN_ONCE);
+        rl_dispatch_stats s;
+        assert_rl_ok(rl_dispatch_stats_get(w->d, &s, NULL, 0, NULL));
+        most = s.jobs > most ? s.jobs : most;
+    }
     uv_thread_join(&t);
     assert_int_equal(f.bad, 0);
+    assert_int_equal(most, 1);
     assert_int_equal(w->outcome[0], n);
     rl_dispatch_stats s;
     assert_rl_ok(rl_dispatch_stats_get(w->d, &s, NULL, 0, NULL));
@@ -640,6 +646,33 @@ static void test_take_and_wait_after_stop(void **state)
     world_end(w, 0);
 }
 
+/* --- and what the header now says of wait_tag in a handler --- */
+
+static int wait_tag_rc[2];
+static int waiting_handler(rl_dispatcher_t *d, rl_dispatch_job *pub)
+{
+    wait_tag_rc[0] = rl_dispatch_wait_tag(d, pub->tag, UINT64_MAX); /* its own: refused */
+    wait_tag_rc[1] = rl_dispatch_wait_tag(d, pub->tag + 1, 0);      /* another: waits */
+    return 0;
+}
+
+static void test_wait_tag_in_handler(void **state)
+{
+    (void)state;
+    make_keys();
+    world *w = world_new();
+    const char *lanes[] = {"a"};
+    rl_dispatch_options o;
+    options(w, &o, lanes, 1);
+    o.handler = waiting_handler;
+    assert_rl_ok(rl_dispatch_init(&w->loop, &o, &w->d));
+    assert_rl_ok(put(w, add_job(w, 0, 7)));
+    run_until_ended(w, 1);
+    assert_int_equal(wait_tag_rc[0], RL_ESTATE);
+    assert_int_equal(wait_tag_rc[1], 0);
+    world_end(w, RL_DISPATCH_DRAIN);
+}
+
 /* --- 9. deadlines beyond the clock --- */
 
 typedef struct sleeper {
@@ -730,6 +763,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_take_tag_inside_on_done),
         cmocka_unit_test(test_one_key_two_tags),
         cmocka_unit_test(test_take_and_wait_after_stop),
+        cmocka_unit_test(test_wait_tag_in_handler),
         cmocka_unit_test(test_far_deadlines_wait),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

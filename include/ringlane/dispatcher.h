@@ -63,7 +63,7 @@ typedef struct rl_dispatch_job {
     int64_t tag;       /* the caller's small integer (a partition number, say) */
     uint64_t hash;     /* the key's position on the ring */
     uint64_t seq;      /* submission order, dispatcher-wide, from 0 */
-    uint32_t attempts; /* handler calls so far */
+    uint32_t attempts; /* handler calls that have returned (0 in the first call) */
     int status;        /* the last handler result (0 before the first call) */
 } rl_dispatch_job;
 
@@ -113,14 +113,16 @@ RL_EXTERN void rl_dispatch_options_init(rl_dispatch_options *opts);
 /* Creates a dispatcher on `loop` and starts one worker per lane. Call on the loop thread.
  * Errors: RL_EINVAL (NULL argument, no handler, zero lanes, a zero capacity, max_attempts 0,
  * backoff_max_ms < backoff_ms), RL_ERANGE (over RL_DISPATCH_LANES_MAX lanes), RL_ENAME,
- * RL_EDUPNAME, RL_EPROFILE, RL_EVNODES (the ring's), RL_ENOMEM, RL_ELOOP (libuv failed). */
+ * RL_EDUPNAME, RL_EPROFILE, RL_EVNODES, RL_ENOTSUP and any other error rl_ring_build gives
+ * for the lane names and opts->ring, RL_ENOMEM, RL_ELOOP (libuv failed). */
 RL_EXTERN int rl_dispatch_init(struct uv_loop_s *loop, const rl_dispatch_options *opts,
                                rl_dispatcher_t **out);
 
 /* The options' data pointer (NULL for a NULL dispatcher). */
 RL_EXTERN void *rl_dispatch_get_data(const rl_dispatcher_t *d);
 
-/* Queues a job for `key` without waiting. RL_EAGAIN: the key's lane holds lane_capacity jobs,
+/* Queues a job for `key` (key_len bytes; NULL with key_len 0 is the empty key, a key like any
+ * other) without waiting. RL_EAGAIN: the key's lane holds lane_capacity jobs,
  * or the dispatcher holds max_jobs (see on_capacity). RL_ECLOSED after close; RL_ESTATE when
  * there is no lane; RL_EBADKEY if the ring's profile cannot hash the key; RL_EINVAL; RL_ENOMEM.
  * Never blocks on capacity; it only takes short locks. */
@@ -128,9 +130,9 @@ RL_EXTERN int rl_dispatch_try_submit(rl_dispatcher_t *d, const void *key, size_t
                                      void *data, int64_t tag);
 
 /* As rl_dispatch_try_submit, but waits up to timeout_ms (negative: no limit; any positive value
- * works, INT64_MAX included) for room, then RL_ETIMEDOUT. On the loop thread, and inside a handler
- * of the same dispatcher, it never waits (it would wait for itself) and answers like
- * rl_dispatch_try_submit. */
+ * works, INT64_MAX included; 0 tries once more) for room, then RL_ETIMEDOUT. On the loop thread,
+ * and inside a handler of the same dispatcher, it never waits (it would wait for itself) and
+ * answers like rl_dispatch_try_submit. */
 RL_EXTERN int rl_dispatch_submit(rl_dispatcher_t *d, const void *key, size_t key_len, void *data,
                                  int64_t tag, int64_t timeout_ms);
 
@@ -150,8 +152,9 @@ RL_EXTERN int rl_dispatch_remove_lane(rl_dispatcher_t *d, const char *name);
  * waiting for a retry between attempts) and ends each with on_done(RL_DISPATCH_RETURNED) before
  * returning, in submission order. Jobs of the same keys that finished before it looked end
  * first (also when it is called from inside on_done). After a close in RL_DISPATCH_STOP mode it
- * hands back at once the tag's jobs the close would hand back when it finishes. *count (may be
- * NULL) gets how many. Submissions wait while it looks at the lanes. Loop thread only. */
+ * hands back at once the tag's jobs the close would hand back when it finishes; during a close
+ * in RL_DISPATCH_DRAIN mode it still hands back the tag's queued jobs (they do not run). *count
+ * (may be NULL) gets how many. Submissions wait while it looks at the lanes. Loop thread only. */
 RL_EXTERN int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count);
 
 /* Waits up to timeout_ms (any value: UINT64_MAX waits without a limit) until no job with `tag`
@@ -160,7 +163,8 @@ RL_EXTERN int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *coun
  * after a close in RL_DISPATCH_STOP mode, hands back the tag's jobs the close holds, a job
  * stopped in its retry delay among them), so every job with the tag has ended once
  * rl_dispatch_take_tag and this have returned 0 (and no new one was submitted). RL_ETIMEDOUT
- * otherwise (the jobs still end later, through on_done). From another thread it only waits. */
+ * otherwise (the jobs still end later, through on_done). From another thread it only waits.
+ * From a handler whose own job has `tag`: RL_ESTATE (it would wait for itself). */
 RL_EXTERN int rl_dispatch_wait_tag(rl_dispatcher_t *d, int64_t tag, uint64_t timeout_ms);
 
 /* Starts closing: new submissions get RL_ECLOSED; blocked submitters wake with RL_ECLOSED. In
@@ -186,11 +190,12 @@ typedef struct rl_dispatch_lane_stats {
 } rl_dispatch_lane_stats;
 
 typedef struct rl_dispatch_stats {
-    size_t lanes;                           /* lanes in the ring */
-    size_t retiring;                        /* removed lanes still finishing */
-    uint64_t jobs;                          /* jobs held now (towards max_jobs) */
-    uint64_t submitted;                     /* accepted */
-    uint64_t refused;                       /* RL_EAGAIN answers */
+    size_t lanes;       /* lanes in the ring */
+    size_t retiring;    /* removed lanes still finishing */
+    uint64_t jobs;      /* jobs held now (towards max_jobs; never above it, at times above what is
+                           held: places come back to max_jobs a few at a time) */
+    uint64_t submitted; /* accepted */
+    uint64_t refused;   /* RL_EAGAIN answers */
     uint64_t done, dead_lettered, returned; /* on_done calls by outcome */
     uint64_t lane_changes;                  /* successful add_lane / remove_lane */
     uint64_t last_change_ns; /* how long the last change held submissions and moved keys */

@@ -52,7 +52,7 @@ typedef struct rl_ring_options {
     uint32_t vnodes;     /* per unit of weight, 1..RL_VNODES_MAX, or RL_VNODES_PROFILE. Some
                             profiles read it otherwise: ketama, points per server at equal
                             weights (160); envoy, minimum_ring_size (1024, up to 8 Mi); maglev,
-                            the prime table size (65537, up to 5000011); jump ignores it */
+                            the prime table size (65537, up to 5000011); jump checks it but uses none */
     rl_hash_fn hash;     /* NULL = the profile's hash */
     void *hash_ctx;
 } rl_ring_options;
