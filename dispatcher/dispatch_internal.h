@@ -4,8 +4,10 @@
  *   wait_mu -> route_lock (read) -> one lane's mu
  *   route_lock (write) -> one lane's mu            (lane changes, close)
  *   one lane's mu -> returned_mu
- *   route_lock (read) -> one lane's mu -> space_mu (a submitter refused by max_jobs)
- * No code holds two lane mutexes at once, and nothing is taken while holding space_mu. */
+ *   route_lock (write) -> every lane's mu, in route order, then the retiring lanes (take_tag)
+ * Only take_tag holds two lane mutexes at once, and only under the route lock held for
+ * writing, which excludes every other code that could; nothing is taken while holding
+ * space_mu. */
 #ifndef RINGLANE_DISPATCH_INTERNAL_H
 #define RINGLANE_DISPATCH_INTERNAL_H
 

@@ -33,9 +33,9 @@ static void take_from_queue(rl__lq *q, int64_t tag, rl__jobq *out)
     q->len = kept;
 }
 
+/* Under l->mu. */
 static void take_from_lane(rl__lane *l, int64_t tag, rl__jobq *out)
 {
-    uv_mutex_lock(&l->mu);
     take_from_queue(&l->queue, tag, out);
     for (rl__fence *f = l->fences; f; f = f->next_held)
         l->parked -= take_from(&f->parked, tag, out);
@@ -47,7 +47,16 @@ static void take_from_lane(rl__lane *l, int64_t tag, rl__jobq *out)
         uv_cond_broadcast(&l->cv);
     }
     rl__lane_set_depth(l);
-    uv_mutex_unlock(&l->mu);
+}
+
+/* Every lane's mutex, in route order and then the retiring lanes: with the route lock held for
+ * writing, so no other code holds two of them (dispatch_internal.h). */
+static void lock_lanes(rl_dispatcher_t *d, bool lock)
+{
+    for (size_t i = 0; i < d->route.n; i++)
+        (lock ? uv_mutex_lock : uv_mutex_unlock)(&d->route.lanes[i]->mu);
+    for (rl__lane *r = d->retiring; r; r = r->next_retiring)
+        (lock ? uv_mutex_lock : uv_mutex_unlock)(&r->mu);
 }
 
 /* After a close in STOP mode: the jobs of `tag` that wait to be handed back when the close
@@ -72,19 +81,23 @@ int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count)
      * end after the jobs handed back. */
     rl__deliver_completions(d);
     rl__jobq out = {0};
-    /* For writing: while the lanes are scanned one after another, no job may move between
-     * them. Taking a job that waits for a retry lets its worker go on, and the worker then
-     * releases its fence: under a read lock it would splice the key's parked jobs into a lane
-     * not yet scanned, which could start them. Submitters wait meanwhile too. */
+    /* One moment for all lanes: the route lock for writing (no submission, no fence release,
+     * no lane change) and every lane's mutex (no worker starts a job). Scanned one lane after
+     * another while workers went on, a key's jobs could start on a lane not yet scanned after
+     * its later jobs were taken elsewhere (a fence released by a worker whose job was taken
+     * from its retry delay, or simply a worker still running the key's queue), and their
+     * completions would end after the jobs handed back. */
     pthread_rwlock_wrlock(&d->route_lock);
-    /* Before anything is taken: jobs that finished since the first look end before the jobs
-     * handed back. Not after: once a job is taken, a later job of its key under another tag
-     * may start and finish while the other lanes are scanned, and must end after it. */
-    rl__collect_completions(d);
+    lock_lanes(d, true);
     for (size_t i = 0; i < d->route.n; i++)
         take_from_lane(d->route.lanes[i], tag, &out);
     for (rl__lane *r = d->retiring; r; r = r->next_retiring)
         take_from_lane(r, tag, &out);
+    /* Every job on the completion stack now started before this moment, so it comes before
+     * the jobs taken in its key's order: those end first. A job still in its handler ends
+     * after them (the header's exception). */
+    rl__collect_completions(d);
+    lock_lanes(d, false);
     pthread_rwlock_unlock(&d->route_lock);
     take_returned(d, tag, &out);
     rl__deliver_collected(d);
