@@ -140,7 +140,8 @@ static void finish(rl_consumer_t *c)
         c->q = NULL;
     }
     if (c->rk) {
-        rd_kafka_destroy(c->rk);
+        if (!c->keep_kafka) /* see may_leave */
+            rd_kafka_destroy(c->rk);
         c->rk = NULL;
     }
     rl__topics_free(c);
@@ -173,12 +174,41 @@ static void start_leaving(rl_consumer_t *c)
     }
 }
 
+/* librdkafka before 2.3.0 aborts in rd_kafka_destroy ("Assertion `assignor_state' failed",
+ * librdkafka issue 4312, fixed in 2.3.0) when a cooperative-sticky consumer is destroyed after
+ * the group answered its JoinGroup (the assignor is chosen) and before the first SyncGroup
+ * answer (which makes the assignor's state); closing it first does not help, and once closing,
+ * librdkafka ignores JoinGroup and SyncGroup answers, so the state can no longer come. A close
+ * before the first assignment therefore waits for it, serving the queue, up to
+ * revoke_timeout_ms. When it does not come: a group that never answered a join has chosen no
+ * assignor, and leaving is safe (the one window left is a JoinGroup answer that librdkafka
+ * takes between this check and the close request right after it); otherwise the librdkafka
+ * handle is left undestroyed (a leak, not an abort), and on_error says so. tests/
+ * test_consumer_close.c closes in the window on the mock cluster. */
+static bool may_leave(rl_consumer_t *c)
+{
+    if (!c->coop_destroy_hazard || c->assigned_once)
+        return true;
+    if (rl__now_ms() < c->leave_deadline_ms)
+        return false;
+    const char *protocol = rd_kafka_rebalance_protocol(c->rk);
+    if (!protocol || strcmp(protocol, "NONE") != 0) {
+        c->keep_kafka = true;
+        rl__consumer_error(c, RD_KAFKA_RESP_ERR__STATE,
+                           "close: no first assignment within %u ms; librdkafka %s would abort "
+                           "in rd_kafka_destroy (librdkafka issue 4312, fixed in 2.3.0), so its "
+                           "consumer handle is left undestroyed",
+                           (unsigned)c->opts.revoke_timeout_ms, rd_kafka_version_str());
+    }
+    return true;
+}
+
 static void serve(rl_consumer_t *c)
 {
     if (c->serving || c->kafka_closed)
         return;
     c->serving = true;
-    if (c->closing && !c->leaving)
+    if (c->closing && !c->leaving && may_leave(c))
         start_leaving(c);
     bool more = false;
     if (!c->kafka_closed) {
@@ -189,6 +219,8 @@ static void serve(rl_consumer_t *c)
             i++;
         }
         more = i == c->opts.poll_batch; /* the queue's wake-up only comes when it was empty */
+        if (c->closing && !c->leaving && c->assigned_once)
+            more = true; /* the first assignment a close was waiting for: leave now */
         if (c->leaving && rd_kafka_consumer_closed(c->rk))
             c->kafka_closed = true;
     }
@@ -229,6 +261,7 @@ int rl_consumer_close(rl_consumer_t *c, rl_consumer_close_cb cb)
         return RL_ECLOSED;
     c->closing = true;
     c->close_cb = cb;
+    c->leave_deadline_ms = rl__now_ms() + c->opts.revoke_timeout_ms;
     uv_async_send(&c->wake); /* the work starts outside any callback of ours */
     return 0;
 }
@@ -280,6 +313,23 @@ static int subscribe(rl_consumer_t *c, const rl_consumer_options *o)
     return 0;
 }
 
+/* librdkafka's version with the fix for issue 4312 (see may_leave). */
+#define KAFKA_COOP_DESTROY_FIXED 0x020300ff /* 2.3.0 */
+
+/* True when this librdkafka would abort destroying this configuration's consumer before its
+ * first assignment: before 2.3.0, with cooperative-sticky among the strategies. */
+static bool coop_destroy_hazard(const rd_kafka_conf_t *conf)
+{
+    if (rd_kafka_version() >= KAFKA_COOP_DESTROY_FIXED)
+        return false;
+    char strategy[512];
+    size_t size = sizeof strategy;
+    if (rd_kafka_conf_get(conf, "partition.assignment.strategy", strategy, &size) !=
+        RD_KAFKA_CONF_OK)
+        return true; /* a value too long to read: assume the worst */
+    return strstr(strategy, "cooperative-sticky") != NULL;
+}
+
 /* The Kafka side: the consumer, its queue, the dead-letter producer, the subscription. Takes
  * both configurations over. */
 static int kafka_new(rl_consumer_t *c, const rl_consumer_options *o)
@@ -308,6 +358,7 @@ static int kafka_new(rl_consumer_t *c, const rl_consumer_options *o)
             rd_kafka_conf_destroy(dconf);
         return rc;
     }
+    c->coop_destroy_hazard = coop_destroy_hazard(conf);
     rd_kafka_conf_set_rebalance_cb(conf, rl__rebalance_cb);
     rd_kafka_conf_set_offset_commit_cb(conf, rl__commit_cb);
     rd_kafka_conf_set_error_cb(conf, on_kafka_error);

@@ -95,6 +95,12 @@ struct rl_consumer {
     bool leaving;           /* librdkafka is closing the consumer (close_queue called) */
     bool kafka_closed;      /* ... and has finished */
     bool dispatcher_gone;
+    /* librdkafka before 2.3.0 with cooperative-sticky: a close before the first assignment
+     * waits for it (see may_leave in consumer.c). */
+    bool coop_destroy_hazard;
+    bool assigned_once;         /* the group has given this consumer an assignment (maybe empty) */
+    uint64_t leave_deadline_ms; /* a close waits for the first assignment until then */
+    bool keep_kafka;            /* rd_kafka_destroy would abort: the handle is not destroyed */
     rl_consumer_close_cb close_cb;
 
     rl_consumer_stats stats;

@@ -265,6 +265,7 @@ void rl__rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 {
     rl_consumer_t *c = opaque;
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        c->assigned_once = true; /* librdkafka has made its assignor's state by now */
         assign(c, parts);
     } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
         release(c, parts, rd_kafka_assignment_lost(rk) != 0, true);

@@ -15,18 +15,44 @@
 
 #define ENVOY_MAX_RING_SIZE 8388608u /* Envoy's default maximum_ring_size */
 
-static int emit_envoy(const rl_ring_t *r, rl__points *out)
+/* The ring's scale (points per unit of normalized weight) and the sum of the weights. */
+static double scale_of(const rl_ring_t *r, uint64_t *sum_out)
 {
-    if (r->n_nodes == 0)
-        return 0;
     uint64_t sum = 0;
     for (size_t n = 0; n < r->n_nodes; n++)
         sum += r->nodes[n].weight;
     double min_weight = 1.0;
     for (size_t n = 0; n < r->n_nodes; n++)
         min_weight = fmin(min_weight, (double)r->nodes[n].weight / (double)sum);
-    const double scale =
-        fmin(ceil(min_weight * (double)r->vnodes) / min_weight, (double)ENVOY_MAX_RING_SIZE);
+    *sum_out = sum;
+    return fmin(ceil(min_weight * (double)r->vnodes) / min_weight, (double)ENVOY_MAX_RING_SIZE);
+}
+
+/* emit_envoy's count without its labels: host n ends at the first whole number of points at
+ * or above its running target (current and the counts are whole numbers, exact in a double).
+ * At most about ENVOY_MAX_RING_SIZE, whatever the weights. */
+static int count_envoy(const rl_ring_t *r, uint64_t *points)
+{
+    *points = 0;
+    if (r->n_nodes == 0)
+        return 0;
+    uint64_t sum;
+    const double scale = scale_of(r, &sum);
+    double current = 0.0, target = 0.0;
+    for (uint32_t n = 0; n < r->n_nodes; n++) {
+        target += scale * ((double)r->nodes[n].weight / (double)sum);
+        current = fmax(current, ceil(target));
+    }
+    *points = (uint64_t)current;
+    return 0;
+}
+
+static int emit_envoy(const rl_ring_t *r, rl__points *out)
+{
+    if (r->n_nodes == 0)
+        return 0;
+    uint64_t sum;
+    const double scale = scale_of(r, &sum);
 
     char label[RL_NAME_MAX + 32];
     double current = 0.0, target = 0.0;
@@ -63,4 +89,5 @@ const rl__profile rl__profile_envoy = {
     .tie = RL__TIE_NAME,
     .label_hash = label_xxh64,
     .emit = emit_envoy,
+    .count = count_envoy,
 };

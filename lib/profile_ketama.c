@@ -56,13 +56,39 @@ static uint32_t labels_of(uint32_t weight, uint64_t total_weight, size_t servers
     return (uint32_t)floorf(x);
 }
 
+static uint64_t total_weight_of(const rl_ring_t *r)
+{
+    uint64_t total = 0;
+    for (size_t n = 0; n < r->n_nodes; n++)
+        total += r->nodes[n].weight;
+    return total;
+}
+
+/* Four points per label; the labels depend on the member count and the weights' shares, not
+ * on weight * vnodes (one member of weight 65536 at 65536 vnodes has 65,536 points, and 300
+ * members of weight 1 have 19,660,800). Refuses what emit_ketama refuses. */
+static int count_ketama(const rl_ring_t *r, uint64_t *points)
+{
+    if (r->hash)
+        return RL_ENOTSUP;
+    uint64_t total_weight = total_weight_of(r), count = 0;
+    for (size_t n = 0; n < r->n_nodes; n++) {
+        size_t host_len;
+        unsigned port;
+        int rc = split_host_port(&r->nodes[n], &host_len, &port);
+        if (rc)
+            return rc;
+        count += 4 * (uint64_t)labels_of(r->nodes[n].weight, total_weight, r->n_nodes, r->vnodes);
+    }
+    *points = count;
+    return 0;
+}
+
 static int emit_ketama(const rl_ring_t *r, rl__points *out)
 {
     if (r->hash)
         return RL_ENOTSUP; /* four points per MD5 digest: a caller's hash cannot stand in */
-    uint64_t total_weight = 0;
-    for (size_t n = 0; n < r->n_nodes; n++)
-        total_weight += r->nodes[n].weight;
+    uint64_t total_weight = total_weight_of(r);
 
     char label[RL_NAME_MAX + 32];
     for (uint32_t n = 0; n < r->n_nodes; n++) {
@@ -109,4 +135,5 @@ const rl__profile rl__profile_ketama = {
     .tie = RL__TIE_ORDER,
     .label_hash = label_md5,
     .emit = emit_ketama,
+    .count = count_ketama,
 };

@@ -174,10 +174,36 @@ static int index_zones(rl_ring_t *r)
     return 0;
 }
 
+/* The points the profile will emit: its own count, else weight * vnodes per member. */
+static int count_points(const rl_ring_t *r, uint64_t *points)
+{
+    if (r->profile->count)
+        return r->profile->count(r, points);
+    uint64_t total = 0;
+    for (size_t n = 0; n < r->n_nodes; n++)
+        total += (uint64_t)r->nodes[n].weight * r->vnodes;
+    *points = total;
+    return 0;
+}
+
 static int place_points(rl_ring_t *r)
 {
+    /* Counted before anything is allocated for them: too many is RL_ETOOBIG at once, not after
+     * hundreds of MiB; then the array is allocated once, at its size. */
+    uint64_t count;
+    int rc = count_points(r, &count);
+    if (rc)
+        return rc;
+    if (count > RL_POINTS_MAX)
+        return RL_ETOOBIG;
     rl__points pts = {0};
-    int rc = r->profile->emit ? r->profile->emit(r, &pts) : emit_generic(r, &pts);
+    if (count > 0) {
+        pts.v = malloc((size_t)count * sizeof *pts.v);
+        if (!pts.v)
+            return RL_ENOMEM;
+        pts.cap = (size_t)count;
+    }
+    rc = r->profile->emit ? r->profile->emit(r, &pts) : emit_generic(r, &pts);
     /* The tie key of each node: the profile's order of members at one position. */
     uint32_t *tie = malloc((r->n_nodes ? r->n_nodes : 1) * sizeof *tie);
     r->pos = malloc((pts.len ? pts.len : 1) * sizeof *r->pos);
@@ -263,7 +289,9 @@ int rl_ring_build(const rl_member *members, size_t count, const rl_ring_options 
             return rc;
         total += (uint64_t)members[i].weight * vnodes;
     }
-    if (!profile->emit && !profile->lookup_hash && total > RL_POINTS_MAX)
+    /* Profiles that count their points another way are checked once their members are known
+     * (place_points), still before the points are allocated. */
+    if (!profile->count && !profile->lookup_hash && total > RL_POINTS_MAX)
         return RL_ETOOBIG;
 
     rl_ring_t *r = calloc(1, sizeof *r);

@@ -55,6 +55,10 @@ typedef struct rl__profile {
     int (*key_hash)(const void *key, size_t len, uint64_t *out);
     /* Emits all points; NULL means the generic labels, weight * vnodes per member. */
     int (*emit)(const struct rl_ring *r, rl__points *out);
+    /* How many points emit will make, for a profile whose count is not weight * vnodes per
+     * member (NULL). Called before anything is allocated for the points, so that RL_POINTS_MAX
+     * is checked first; refuses what emit would refuse (RL_ENAME, RL_ENOTSUP), and first. */
+    int (*count)(const struct rl_ring *r, uint64_t *points);
     /* Profiles that are not point rings (maglev, jump) set lookup_hash: it answers a hash that
      * is already masked, on a ring with at least one member. Such a ring has no points (emit is
      * not called); build, when set, runs once per snapshot to fill r->table or to reject the

@@ -121,6 +121,18 @@ static void weighted_scale(void **state)
     o.profile = "envoy";
     o.vnodes = 8388609;
     assert_int_equal(rl_ring_build(v.m, v.n, &o, &r), RL_EVNODES);
+
+    /* The point count is the scale's, not weight x vnodes (65536 x 1024 would be over
+     * RL_POINTS_MAX): checked against RL_POINTS_MAX before the points are made, so it must
+     * be the real one. */
+    vec_parse_members("x=65536", &v);
+    r = envoy_ring(&v, 1024);
+    assert_int_equal(rl_ring_point_count(r), 1024);
+    rl_ring_free(r);
+    vec_parse_members("x=65536,y=1", &v); /* the lightest gets 1 point: 65537 in all */
+    r = envoy_ring(&v, 1024);
+    assert_int_equal(rl_ring_point_count(r), 65537);
+    rl_ring_free(r);
 }
 
 int main(void)

@@ -77,9 +77,44 @@ static void remove_is_a_rebuild(void **state)
     assert_int_equal(rl_crc32("123456789", 9), 0xCBF43926u); /* the CRC-32 check value */
 }
 
+typedef struct big_build {
+    const rl_member *m;
+    size_t n;
+    int rc;
+} big_build;
+
+static void build_at_max_vnodes(void *arg)
+{
+    big_build *b = arg;
+    rl_ring_options o;
+    rl_ring_options_init(&o);
+    o.profile = "groupcache";
+    o.vnodes = RL_VNODES_MAX;
+    rl_ring_t *r = NULL;
+    b->rc = rl_ring_build(b->m, b->n, &o, &r);
+    if (r)
+        fail_msg("a ring of %zu points was built", rl_ring_point_count(r));
+}
+
+/* Weight x replicas points per member: RL_POINTS_MAX is known from the members alone and is
+ * checked before any point is made. It was checked when the 16,777,217th point was pushed, after
+ * 256 MiB and 1.4-2.2 s of CRC-32; with that, the peak resident memory grows by 256 MiB here. */
+static void too_many_points_refused_before_allocating(void **state)
+{
+    (void)state;
+    rl_member m[] = {{"a", RL_WEIGHT_MAX, NULL}, {"b", 1, NULL}};
+    big_build one = {m, 1, 0}, two = {m, 2, 0};
+    assert_cheap("groupcache, 65536 x 65536 points", build_at_max_vnodes, &one, 64);
+    assert_int_equal(one.rc, RL_ETOOBIG);
+    m[0].weight = 256; /* exactly RL_POINTS_MAX, and one member of weight 1 more */
+    assert_cheap("groupcache, 256 x 65536 + 65536 points", build_at_max_vnodes, &two, 64);
+    assert_int_equal(two.rc, RL_ETOOBIG);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(too_many_points_refused_before_allocating),
         cmocka_unit_test(derived_vectors),
         cmocka_unit_test(remove_is_a_rebuild),
     };

@@ -251,9 +251,60 @@ static void weighted_join_churn(void **state)
     assert_true(def == 0.0);
 }
 
+typedef struct big_build {
+    size_t n;
+    uint32_t weight;
+    int rc;
+    size_t points;
+} big_build;
+
+/* n members "h0".."h<n-1>" of one weight at RL_VNODES_MAX. */
+static void build_at_max_vnodes(void *arg)
+{
+    big_build *b = arg;
+    rl_member *m = calloc(b->n, sizeof *m);
+    char(*names)[24] = calloc(b->n, sizeof *names);
+    assert_non_null(m);
+    assert_non_null(names);
+    for (size_t i = 0; i < b->n; i++) {
+        snprintf(names[i], sizeof names[i], "h%zu", i);
+        m[i] = (rl_member){names[i], b->weight, NULL};
+    }
+    rl_ring_options o;
+    rl_ring_options_init(&o);
+    o.profile = "ketama";
+    o.vnodes = RL_VNODES_MAX;
+    rl_ring_t *r = NULL;
+    b->rc = rl_ring_build(m, b->n, &o, &r);
+    b->points = rl_ring_point_count(r);
+    rl_ring_free(r);
+    free(names);
+    free(m);
+}
+
+/* ketama's points are about vnodes per server whatever the weights (labels by weight share), so
+ * its count is its own: 300 servers at 65536 vnodes are 19,660,800 points, refused before any
+ * is made (they were refused at the 16,777,217th, after 256 MiB of points and 4 Mi MD5s: the
+ * peak resident memory grew by 256 MiB here). And weight x vnodes is not its count: one server
+ * of weight 65536 at 65536 vnodes is 65,536 points, not too many. */
+static void too_many_points_refused_before_allocating(void **state)
+{
+    (void)state;
+    big_build many = {.n = 300, .weight = 1};
+    assert_cheap("ketama, 300 servers x 65536 vnodes", build_at_max_vnodes, &many, 64);
+    assert_int_equal(many.rc, RL_ETOOBIG);
+    assert_int_equal(many.points, 0);
+
+    big_build heavy = {.n = 1, .weight = RL_WEIGHT_MAX};
+    build_at_max_vnodes(&heavy);
+    assert_rl_ok(heavy.rc);
+    assert_int_equal(heavy.points, RL_VNODES_MAX);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(too_many_points_refused_before_allocating),
         cmocka_unit_test(key_hash_is_md5_le),
         cmocka_unit_test(names_and_ports),
         cmocka_unit_test(float_point_counts_match),

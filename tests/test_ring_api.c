@@ -52,6 +52,55 @@ static void build_errors(void **state)
     assert_int_equal(rl_ring_build(big, 2, &o, &r), RL_ETOOBIG);
 }
 
+typedef struct big_build {
+    const char *profile;
+    const rl_member *m;
+    size_t n;
+    int rc;
+} big_build;
+
+static void build_at_max_vnodes(void *arg)
+{
+    big_build *b = arg;
+    rl_ring_options o;
+    rl_ring_options_init(&o);
+    o.profile = b->profile;
+    o.vnodes = RL_VNODES_MAX;
+    rl_ring_t *r = NULL;
+    b->rc = rl_ring_build(b->m, b->n, &o, &r);
+    if (r)
+        fail_msg("%s: a ring of %zu points was built", b->profile, rl_ring_point_count(r));
+}
+
+/* Every point profile refuses too many points before it makes them: 300 members of weight 65536
+ * at 65536 vnodes are over RL_POINTS_MAX for each (ketama counts about vnodes per member, the
+ * others weight x vnodes). Made first, 16 Mi points would raise the peak resident memory by at
+ * least 256 MiB. Not here: envoy (at most 8 Mi points whatever the members), and the profiles
+ * without points (maglev's table is at most 5,000,011 entries; jump has none). */
+static void too_many_points_refused_before_allocating(void **state)
+{
+    (void)state;
+    enum { N = 300 };
+    static char names[N][24];
+    rl_member m[N];
+    for (size_t i = 0; i < N; i++) {
+        snprintf(names[i], sizeof names[i], "h%zu", i);
+        m[i] = (rl_member){names[i], RL_WEIGHT_MAX, NULL};
+    }
+    size_t checked = 0;
+    for (size_t i = 0; i < rl_profile_count(); i++) {
+        const rl_profile_info *p = rl_profile_at(i);
+        if (strcmp(p->kind, "ring") != 0 || strcmp(p->name, "envoy") == 0)
+            continue;
+        big_build b = {p->name, m, N, 0};
+        assert_cheap(p->name, build_at_max_vnodes, &b, 64);
+        if (b.rc != RL_ETOOBIG)
+            fail_msg("%s: %s, not RL_ETOOBIG", p->name, rl_err_name(b.rc));
+        checked++;
+    }
+    assert_int_equal(checked, 6); /* default, ds09, turnstone, xmur3, ketama, groupcache */
+}
+
 static void change_errors(void **state)
 {
     (void)state;
@@ -303,11 +352,17 @@ static void turnstone_stats_count_buckets(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(build_errors),    cmocka_unit_test(change_errors),
-        cmocka_unit_test(lookup_errors),   cmocka_unit_test(inspection),
-        cmocka_unit_test(profiles_listed), cmocka_unit_test(replicas_distinct_and_capped),
-        cmocka_unit_test(replicas_zoned),  cmocka_unit_test(weights_scale_points_and_shares),
-        cmocka_unit_test(stats_values),    cmocka_unit_test(turnstone_stats_count_buckets),
+        cmocka_unit_test(build_errors),
+        cmocka_unit_test(too_many_points_refused_before_allocating),
+        cmocka_unit_test(change_errors),
+        cmocka_unit_test(lookup_errors),
+        cmocka_unit_test(inspection),
+        cmocka_unit_test(profiles_listed),
+        cmocka_unit_test(replicas_distinct_and_capped),
+        cmocka_unit_test(replicas_zoned),
+        cmocka_unit_test(weights_scale_points_and_shares),
+        cmocka_unit_test(stats_values),
+        cmocka_unit_test(turnstone_stats_count_buckets),
     };
     return cmocka_run_group_tests_name("ring_api", tests, NULL, NULL);
 }

@@ -48,6 +48,58 @@ static inline const char *test_owner(const rl_ring_t *r, const char *key)
     return rl_ring_node_name(r, node);
 }
 
+/* A "Name:   123 kB" line of /proc/self/status, in KiB; -1 when missing. */
+static inline long test_status_kib(const char *name)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    long v = -1;
+    size_t n = strlen(name);
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, name, n) == 0 && line[n] == ':')
+            v = strtol(line + n + 1, NULL, 10);
+    fclose(f);
+    return v;
+}
+
+/* How much the process's peak resident memory grew (KiB) while fn(arg) ran: the kernel's peak
+ * (VmHWM) is reset to the current size by writing 5 to /proc/self/clear_refs, and read after.
+ * Memory that was allocated and written counts even if it was freed before fn returned. -1 when
+ * the kernel offers neither. Unlike a lowered RLIMIT_AS it works under ASan, which reserves
+ * terabytes of address space, and under valgrind; and it needs no clock. */
+static inline long test_peak_growth_kib(void (*fn)(void *), void *arg)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f)
+        return -1;
+    int ok = fputs("5", f) >= 0;
+    ok = fclose(f) == 0 && ok;
+    long before = test_status_kib("VmHWM"), rss = test_status_kib("VmRSS");
+    if (!ok || before < 0 || rss < 0 || before > rss + 1024)
+        return -1; /* not reset: the peak is still an older one */
+    fn(arg);
+    long after = test_status_kib("VmHWM");
+    return after < 0 ? -1 : after - before;
+}
+
+/* Asserts that fn(arg) raised the peak resident memory by less than limit_mib MiB (skipped, with
+ * a message, where the kernel cannot reset the peak). */
+static inline void assert_cheap(const char *what, void (*fn)(void *), void *arg, long limit_mib)
+{
+    long kib = test_peak_growth_kib(fn, arg);
+    if (kib < 0) {
+        print_message("%s: the peak resident memory cannot be reset here; memory not checked\n",
+                      what);
+        fn(arg);
+        return;
+    }
+    if (kib >= limit_mib * 1024)
+        fail_msg("%s: the peak resident memory grew by %ld MiB (limit %ld MiB)", what, kib / 1024,
+                 limit_mib);
+}
+
 /* Deterministic pseudo-random numbers for statistical tests (SplitMix64 stream). */
 static inline uint64_t test_rand(uint64_t *state)
 {

@@ -152,8 +152,12 @@ RL_EXTERN rd_kafka_t *rl_consumer_kafka(rl_consumer_t *c);
  * the dispatcher (handler calls still running finish) and flushes the dead-letter producer
  * (up to revoke_timeout_ms). Leaving the group does not block the loop; the revoke's waits,
  * the final flush and librdkafka's destroy do, within their bounds. cb (may be NULL) runs when
- * everything has ended; the consumer is freed when it returns. Errors: RL_EINVAL, RL_ESTATE
- * (not the loop thread), RL_ECLOSED (already closing). */
+ * everything has ended; the consumer is freed when it returns. On librdkafka before 2.3.0
+ * with cooperative-sticky, a close before the consumer's first assignment waits for it (up to
+ * revoke_timeout_ms) before leaving: destroying it in between aborts there (librdkafka issue
+ * 4312). If none comes although the group answered the join, the librdkafka handle is left
+ * undestroyed and on_error says so. Errors: RL_EINVAL, RL_ESTATE (not the loop thread),
+ * RL_ECLOSED (already closing). */
 RL_EXTERN int rl_consumer_close(rl_consumer_t *c, rl_consumer_close_cb cb);
 
 /* --- statistics (loop thread) --- */

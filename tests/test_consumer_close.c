@@ -1,0 +1,218 @@
+/* Closing a cooperative-sticky consumer before its first assignment. librdkafka before 2.3.0
+ * aborts in rd_kafka_destroy ("Assertion `assignor_state' failed", librdkafka issue 4312) when
+ * the group has answered the consumer's JoinGroup but no SyncGroup has brought an assignment
+ * yet: the assignor is chosen, its state is not made, and destroy frees a NULL state.
+ *
+ * Each case runs the consumer in a child process (this program with --child), so an abort is a
+ * failed case and not a dead suite. The mock cluster lives in this process; the group's
+ * coordinator is broker 1, which holds its SyncGroup answers back (an RTT injected by the mock)
+ * so that the child can close in the window: its JoinGroup is answered (the rebalance protocol
+ * is known) and its assignment has not come. */
+#define _POSIX_C_SOURCE 200809L
+#include "consumer_test_util.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define PARTITIONS 4
+#define API_SYNC_GROUP 14 /* the Kafka protocol's ApiKey of SyncGroup */
+
+/* --- the child --- */
+
+static int nop_handler(rl_consumer_t *c, const rd_kafka_message_t *m, uint32_t attempt)
+{
+    (void)c;
+    (void)m;
+    (void)attempt;
+    return 0;
+}
+
+static bool join_answered(rd_kafka_t *rk)
+{
+    const char *p = rd_kafka_rebalance_protocol(rk); /* "NONE" until a JoinGroup answer */
+    return p && strcmp(p, "NONE") != 0;
+}
+
+/* argv: --child BOOTSTRAPS GROUP TOPIC STRATEGY WHEN REVOKE_TIMEOUT_MS. WHEN is "at-once" (close
+ * right after making the consumer) or "joined" (close once the JoinGroup is answered). Exits 0
+ * after a clean close, 3 when the case could not be set up; an abort is SIGABRT. Prints what it
+ * saw. */
+static int child_main(char **argv)
+{
+    cluster parent = {.bootstraps = argv[2]}; /* the parent's mock cluster */
+    const char *topics[] = {argv[4]};
+    bool wait_join = strcmp(argv[6], "joined") == 0;
+    cthread t;
+    ct_init(&t, consumer_conf(&parent, argv[3], argv[5]), topics, 1, nop_handler, NULL);
+    t.opts.revoke_timeout_ms = (uint32_t)strtoul(argv[7], NULL, 10);
+    if (ct_start(&t) != 0)
+        return 3;
+    if (wait_join) {
+        rd_kafka_t *rk = rl_consumer_kafka(t.c);
+        WAIT_FOR(join_answered(rk), 30);
+        if (!join_answered(rk) || ct_assigned(&t) != 0) {
+            fprintf(stderr, "child: the join was not answered, or the assignment came early\n");
+            return 3;
+        }
+    }
+    ct_stop(&t);
+    printf("closed assigned=%" PRIu64 " errors=%ld\n", t.last.assigned, t.errors);
+    fflush(stdout);
+    ct_free(&t);
+    return 0;
+}
+
+/* --- the cases --- */
+
+typedef struct child_result {
+    int status;    /* waitpid's */
+    char out[256]; /* what it printed */
+} child_result;
+
+/* The librdkafka version with the fix for issue 4312. */
+#define KAFKA_COOP_DESTROY_FIXED 0x020300ff
+
+/* The environment for a child, with LeakSanitizer off when keep_leaks (a consumer that must
+ * leave its librdkafka handle undestroyed). */
+static char **child_env(bool keep_leaks, char *asan, size_t size)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 2, sizeof *env);
+    assert_non_null(env);
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!keep_leaks || strncmp(environ[i], "ASAN_OPTIONS=", 13) != 0)
+            env[j++] = environ[i];
+    if (keep_leaks) {
+        const char *old = getenv("ASAN_OPTIONS");
+        snprintf(asan, size, "ASAN_OPTIONS=%s%sdetect_leaks=0", old ? old : "",
+                 old && *old ? ":" : "");
+        env[j++] = asan;
+    }
+    env[j] = NULL;
+    return env;
+}
+
+static child_result run_child(const char *group, const char *topic, const char *strategy,
+                              const char *when, unsigned revoke_timeout_ms, bool keep_leaks)
+{
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    assert_true(n > 0);
+    self[n] = '\0';
+    char timeout[16];
+    snprintf(timeout, sizeof timeout, "%u", revoke_timeout_ms);
+    char *argv[] = {self,          "--child",     (char *)k.bootstraps,
+                    (char *)group, (char *)topic, (char *)strategy,
+                    (char *)when,  timeout,       NULL};
+    int out[2];
+    assert_int_equal(pipe(out), 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&fa, out[0]);
+    pid_t pid;
+    char asan[512];
+    char **env = child_env(keep_leaks, asan, sizeof asan);
+    assert_int_equal(posix_spawn(&pid, self, &fa, NULL, argv, env), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    free(env);
+    close(out[1]);
+    child_result r = {0};
+    size_t len = 0;
+    ssize_t got;
+    while (len < sizeof r.out - 1 && (got = read(out[0], r.out + len, sizeof r.out - 1 - len)) > 0)
+        len += (size_t)got;
+    r.out[len] = '\0';
+    close(out[0]);
+    assert_int_equal(waitpid(pid, &r.status, 0), pid);
+    if (WIFSIGNALED(r.status))
+        print_message("child (%s): killed by signal %d (%s)\n", when, WTERMSIG(r.status),
+                      strsignal(WTERMSIG(r.status)));
+    else
+        print_message("child (%s): exit %d: %s", when, WEXITSTATUS(r.status), r.out);
+    return r;
+}
+
+/* The group's coordinator is broker 1, and its next SyncGroup answers wait rtt_ms. */
+static void hold_sync_group(const char *group, int answers, int rtt_ms)
+{
+    assert_int_equal(rd_kafka_mock_coordinator_set(k.mock, "group", group, 1), 0);
+    for (int i = 0; i < answers; i++)
+        assert_int_equal(rd_kafka_mock_broker_push_request_error_rtts(
+                             k.mock, 1, API_SYNC_GROUP, 1, RD_KAFKA_RESP_ERR_NO_ERROR, rtt_ms),
+                         0);
+}
+
+static void close_before_the_join_is_answered(void **state)
+{
+    (void)state;
+    const char *group = "g-close-at-once", *topic = "close-at-once";
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, PARTITIONS, 1), 0);
+    child_result r = run_child(group, topic, "cooperative-sticky", "at-once", 10000, false);
+    assert_true(WIFEXITED(r.status));
+    assert_int_equal(WEXITSTATUS(r.status), 0);
+}
+
+/* The abort of librdkafka issue 4312 on 2.0.2: closed between the JoinGroup answer and the
+ * first SyncGroup answer. The consumer waits for the assignment before it leaves, so the child
+ * closes cleanly and has held the partitions. */
+static void close_between_join_and_first_assignment(void **state)
+{
+    (void)state;
+    const char *group = "g-close-joined", *topic = "close-joined";
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, PARTITIONS, 1), 0);
+    hold_sync_group(group, 1, 2000);
+    child_result r = run_child(group, topic, "cooperative-sticky", "joined", 10000, false);
+    assert_true(WIFEXITED(r.status));
+    assert_int_equal(WEXITSTATUS(r.status), 0);
+    if (rd_kafka_version() < KAFKA_COOP_DESTROY_FIXED) /* it waited for the assignment */
+        assert_non_null(strstr(r.out, "closed assigned=4 errors=0"));
+}
+
+/* The assignment does not come within revoke_timeout_ms: the close ends anyway, without an
+ * abort, and on librdkafka before 2.3.0 it reports that the handle was left undestroyed. */
+static void close_when_the_first_assignment_never_comes(void **state)
+{
+    (void)state;
+    const char *group = "g-close-no-sync", *topic = "close-no-sync";
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, PARTITIONS, 1), 0);
+    hold_sync_group(group, 1, 6000);
+    child_result r = run_child(group, topic, "cooperative-sticky", "joined", 1000, true);
+    assert_true(WIFEXITED(r.status));
+    assert_int_equal(WEXITSTATUS(r.status), 0);
+    if (rd_kafka_version() < KAFKA_COOP_DESTROY_FIXED)
+        assert_non_null(strstr(r.out, "closed assigned=0 errors=1"));
+}
+
+/* The eager protocol has no assignor state: the same window is no danger. */
+static void eager_close_between_join_and_first_assignment(void **state)
+{
+    (void)state;
+    const char *group = "g-close-joined-range", *topic = "close-joined-range";
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, PARTITIONS, 1), 0);
+    hold_sync_group(group, 1, 2000);
+    child_result r = run_child(group, topic, "range", "joined", 10000, false);
+    assert_true(WIFEXITED(r.status));
+    assert_int_equal(WEXITSTATUS(r.status), 0);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 8 && strcmp(argv[1], "--child") == 0)
+        return child_main(argv);
+    print_message("librdkafka %s\n", rd_kafka_version_str());
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(close_before_the_join_is_answered),
+        cmocka_unit_test(close_between_join_and_first_assignment),
+        cmocka_unit_test(close_when_the_first_assignment_never_comes),
+        cmocka_unit_test(eager_close_between_join_and_first_assignment),
+    };
+    return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
+}
