@@ -59,6 +59,11 @@ int rl__kafka_partitioner_reconfigure(rl_kafka_partitioner_t *p,
     return 0;
 }
 
+void rl__kafka_partitioner_refuse(rl_kafka_partitioner_t *p)
+{
+    p->refused = 1;
+}
+
 int rl_kafka_partitioner_install(rl_kafka_partitioner_t *p, rd_kafka_topic_conf_t *topic_conf)
 {
     if (!p || !topic_conf)
@@ -145,16 +150,16 @@ static int32_t fallback_partition(rl_kafka_partitioner_t *p, const void *key, si
 static int32_t choose(rl_kafka_partitioner_t *p, const rd_kafka_topic_t *rkt, const void *key,
                       size_t keylen, int32_t partition_cnt)
 {
+    if (p->refused)
+        return partition_cnt; /* out of range: librdkafka refuses the message */
     if (!key || keylen == 0)
         return null_key_partition(p, rkt, partition_cnt);
-    const rl__ring_entry *e = rl__ring_cache_find(&p->rings, partition_cnt);
-    if (!e) /* first use of this partition count: build (once, whoever comes first) */
-        e = rl__ring_cache_obtain(&p->rings, partition_cnt, NULL);
-    if (!e || !e->ring)
+    /* The first use of a partition count builds its ring (once, whoever comes first). */
+    const rl_ring_t *ring = rl__ring_cache_obtain(&p->rings, partition_cnt, NULL);
+    if (!ring)
         return fallback_partition(p, key, keylen, partition_cnt);
-    const rl_ring_t *ring = e->ring;
     uint32_t node;
-    int rc = rl_ring_lookup(e->ring, key, keylen, &node);
+    int rc = rl_ring_lookup(ring, key, keylen, &node);
     if (rc == RL_EBADKEY)
         return null_key_partition(p, rkt, partition_cnt);
     if (rc != 0 || node >= (uint32_t)partition_cnt)

@@ -12,6 +12,9 @@ struct rl_kafka_partitioner {
      * configuration is being set, before rd_kafka_new starts any thread), read-only after. */
     rl_kafka_partitioner_options opts; /* opts.profile is the profile's static name */
 
+    int refused; /* set by the plugin before the client starts when its options never came to
+                    go together: every keyed call answers partition_cnt (out of range) */
+
     rl__ring_cache rings;
     _Atomic uint64_t rand_state; /* SplitMix64 counter for random NULL-key partitions */
     _Atomic uint64_t null_keys;
@@ -19,7 +22,12 @@ struct rl_kafka_partitioner {
     _Atomic uint64_t fallbacks;
 };
 
-/* Checks opts and writes the normalised copy (profile resolved to its static name). */
+/* Checks opts and writes the normalised copy (profile resolved to its static name); on error
+ * writes why (without the property's name) and returns the RL_E* code. */
+int rl__kafka_options_explain(const rl_kafka_partitioner_options *opts,
+                              rl_kafka_partitioner_options *out, char *why, size_t size);
+
+/* The same without the reason. */
 int rl__kafka_options_check(const rl_kafka_partitioner_options *opts,
                             rl_kafka_partitioner_options *out);
 
@@ -27,5 +35,8 @@ int rl__kafka_options_check(const rl_kafka_partitioner_options *opts,
  * properties one by one). RL_ESTATE once a ring exists, or the check's error. */
 int rl__kafka_partitioner_reconfigure(rl_kafka_partitioner_t *p,
                                       const rl_kafka_partitioner_options *opts);
+
+/* Makes every keyed call refused from now on (see refused). Before any callback runs. */
+void rl__kafka_partitioner_refuse(rl_kafka_partitioner_t *p);
 
 #endif

@@ -25,6 +25,8 @@ typedef struct instance {
     _Atomic int refs; /* the configuration (then its client), plus each copy still using it */
     rl_kafka_partitioner_t *partitioner;
     rl_kafka_partitioner_options opts; /* as set so far by ringlane.* properties */
+    int pending; /* opts do not go together yet (vnodes set, no profile that takes it): the
+                    partitioner keeps the last options that did, and on_new refuses */
     rd_kafka_topic_conf_t *topic_conf; /* the default topic conf the partitioner was put on */
     char *topics;                      /* ringlane.topics, validated, or NULL */
 } instance;
@@ -127,11 +129,16 @@ static rd_kafka_conf_res_t on_conf_set(rd_kafka_conf_t *conf, const char *name, 
     rl_kafka_partitioner_options next = in->opts;
     if (rl_kafka_partitioner_option_set(&next, name, val, errstr, errstr_size) != 0)
         return RD_KAFKA_CONF_INVALID;
-    if (rl__kafka_partitioner_reconfigure(in->partitioner, &next) != 0) {
+    int rc = rl__kafka_partitioner_reconfigure(in->partitioner, &next);
+    if (rc == RL_ESTATE) {
         snprintf(errstr, errstr_size,
                  "%s: the ring partitioner of this configuration is already in use", name);
         return RD_KAFKA_CONF_INVALID;
     }
+    /* rc != 0 here only for vnodes that the default profile does not take while no profile is
+     * set: a ringlane.profile may still follow (clients such as the Go one set properties in
+     * no fixed order). on_new refuses what is still pending then. */
+    in->pending = rc != 0;
     in->opts = next;
     return RD_KAFKA_CONF_OK;
 }
@@ -176,6 +183,19 @@ static rd_kafka_resp_err_t on_new(rd_kafka_t *rk, const rd_kafka_conf_t *conf, v
 {
     instance *in = ic_opaque;
     rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (in->pending) {
+        /* librdkafka cannot be stopped from here: it logs this, and the partitioner refuses
+         * every keyed message (librdkafka answers them "Local: Unknown partition"). */
+        rl_kafka_partitioner_options o;
+        char why[256];
+        rl__kafka_options_explain(&in->opts, &o, why, sizeof why);
+        snprintf(errstr, errstr_size,
+                 "ringlane: ringlane.vnodes=%u without a ringlane.profile that takes it: %s; "
+                 "every keyed message is refused",
+                 in->opts.vnodes, why);
+        rl__kafka_partitioner_refuse(in->partitioner);
+        return RD_KAFKA_RESP_ERR__INVALID_ARG;
+    }
     if (in->topics)
         rd_kafka_interceptor_add_on_thread_start(rk, IC_NAME, on_thread_start, in);
     /* librdkafka logs a failed on_new(): the one way to tell the application that its own
