@@ -5,7 +5,19 @@
 #include "ring_cache.h"
 #include "ringlane/partitioner.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
+
+/* Per topic and partition count (skip.unavailable only): since when each partition has been
+ * seen unavailable without a break (CLOCK_MONOTONIC ns, 0 = seen available or never asked). */
+typedef struct rl__topic_watch {
+    const void *rkt; /* librdkafka's topic, as the callback gets it */
+    int32_t partition_cnt;
+    struct rl__topic_watch *next; /* never changes once published */
+    _Atomic int64_t since[];
+} rl__topic_watch;
+
+#define RL__TOPIC_WATCH_MAX 4096 /* topics x partition counts watched; past it, no grace */
 
 struct rl_kafka_partitioner {
     /* Fixed before the first callback (at rl_kafka_partitioner_new, or by the plugin while the
@@ -20,6 +32,10 @@ struct rl_kafka_partitioner {
     _Atomic uint64_t null_keys;
     _Atomic uint64_t skipped;
     _Atomic uint64_t fallbacks;
+
+    _Atomic(rl__topic_watch *) watched; /* newest first; freed with the partitioner */
+    pthread_mutex_t watch_lock;         /* serialises additions, guards watch_count */
+    unsigned watch_count;
 };
 
 /* Checks opts and writes the normalised copy (profile resolved to its static name); on error

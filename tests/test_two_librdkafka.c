@@ -26,8 +26,9 @@ static void two_copies_are_refused(void **state)
     (void)state;
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     char err[1024] = "";
-    assert_int_equal(rd_kafka_conf_set(conf, "plugin.library.paths", plugin_path(), err, sizeof err),
-                     RD_KAFKA_CONF_INVALID);
+    assert_int_equal(
+        rd_kafka_conf_set(conf, "plugin.library.paths", plugin_path(), err, sizeof err),
+        RD_KAFKA_CONF_INVALID);
     /* Both copies named: this program, and the shared library the plugin's calls go to. */
     const char *want[] = {"ringlane: two copies of librdkafka in this process",
                           "test_two_librdkafka", "librdkafka.so.1"};

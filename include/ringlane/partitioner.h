@@ -43,6 +43,9 @@ typedef enum rl_kafka_null_key {
 #define RL_KAFKA_PARTITION_MAX 2147483646 /* the largest partition number an option accepts */
 #define RL_KAFKA_RINGS_MAX 1024u /* distinct partition counts one partitioner keeps rings for */
 #define RL_KAFKA_DEFAULT_PROFILE "balanced" /* the profile when none is given */
+#define RL_KAFKA_SKIP_GRACE_MS                                                                     \
+    1000 /* skip.unavailable: how long a partition must have been                                  \
+            unavailable before its keys go elsewhere */
 #define RL_KAFKA_VNODES_MAX                                                                        \
     8388608u /* the largest vnodes any profile takes (envoy's ring size);                          \
                 each profile takes its own range (rl_profile_info) */
@@ -54,9 +57,12 @@ typedef struct rl_kafka_partitioner_options {
                                    maglev: a prime; jump: none), or RL_VNODES_PROFILE */
     rl_kafka_null_key null_key; /* policy for NULL and empty keys */
     int32_t null_key_partition; /* with RL_KAFKA_NULL_KEY_FIXED: 0..RL_KAFKA_PARTITION_MAX */
-    int skip_unavailable;       /* nonzero: when the owner partition has no leader, walk
-                                   clockwise to the next available one (breaks per-key order
-                                   while the owner is down; off by default) */
+    int skip_unavailable;       /* nonzero: when the owner partition has been unavailable for
+                                   RL_KAFKA_SKIP_GRACE_MS, walk clockwise to the next available
+                                   one (breaks per-key order while the owner is down; off by
+                                   default). Until then its keys wait for it, as with skip off:
+                                   librdkafka reports every partition unavailable for a moment
+                                   after a client learns a topic, and during leader changes */
 } rl_kafka_partitioner_options;
 
 /* Counters since the partitioner was made (each read atomically; together not a snapshot). */
