@@ -63,8 +63,8 @@ static void keys_balanced(void **state)
 {
     (void)state;
     const size_t K = 2000000;
-    const int32_t counts[] = {2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 20, 24, 32, 48, 64, 65, 66,
-                              96, 100, 128, 129, 160, 192, 200, 255, 256};
+    const int32_t counts[] = {2,  3,  4,  5,  6,  7,   8,   10,  12,  16,  20,  24,  32,
+                              48, 64, 65, 66, 96, 100, 128, 129, 160, 192, 200, 255, 256};
     rl_kafka_partitioner_t *p = defaults();
     const rl_ring_t *ring;
     assert_rl_ok(rl_kafka_partitioner_ring(p, 2, &ring));
@@ -93,8 +93,8 @@ static void keys_balanced(void **state)
         print_message("%3d partitions: busiest partition %.4f x the mean of %zu keys\n", (int)n,
                       ratio, K);
         if (ratio > BALANCE_MAX)
-            fail_msg("%d partitions: busiest partition %.4f x the mean (bound %.2f)", (int)n,
-                     ratio, BALANCE_MAX);
+            fail_msg("%d partitions: busiest partition %.4f x the mean (bound %.2f)", (int)n, ratio,
+                     BALANCE_MAX);
     }
     free(n_of);
     free(h);
@@ -120,8 +120,8 @@ static void growth_moves_the_new_share(void **state)
     size_t n_steps = 0;
     for (int32_t n = 2; n < P_MAX; n++)
         steps[n_steps][0] = n, steps[n_steps++][1] = n + 1;
-    const int32_t big[][2] = {{2, 3}, {3, 6}, {6, 12}, {8, 12}, {12, 24}, {64, 100},
-                              {100, 128}, {128, 256}, {2, 256}, {10, 11}};
+    const int32_t big[][2] = {{2, 3},    {3, 6},     {6, 12},    {8, 12},  {12, 24},
+                              {64, 100}, {100, 128}, {128, 256}, {2, 256}, {10, 11}};
     for (size_t i = 0; i < sizeof big / sizeof *big; i++)
         steps[n_steps][0] = big[i][0], steps[n_steps++][1] = big[i][1];
     double worst_z = 0;
@@ -139,8 +139,8 @@ static void growth_moves_the_new_share(void **state)
                 continue;
             moved++;
             if (y < (uint32_t)from)
-                fail_msg("%d -> %d: key-%zu moved from %u to old partition %u", (int)from,
-                         (int)to, i + 1, x, y);
+                fail_msg("%d -> %d: key-%zu moved from %u to old partition %u", (int)from, (int)to,
+                         i + 1, x, y);
         }
         rl_ring_stats st;
         assert_rl_ok(rl_ring_stats_get(b, &st, shares));
@@ -161,8 +161,8 @@ static void growth_moves_the_new_share(void **state)
             print_message("%3d -> %3d: moved %6.2f%% of the keys (ideal %6.2f%%)\n", (int)from,
                           (int)to, 100.0 * (double)moved / (double)K, 100.0 * ideal);
     }
-    print_message("%zu growth steps: moved within %.2f sd of the new partitions' share\n",
-                  n_steps, worst_z);
+    print_message("%zu growth steps: moved within %.2f sd of the new partitions' share\n", n_steps,
+                  worst_z);
     free(shares);
     free(h);
     rl_kafka_partitioner_destroy(p);
