@@ -1,7 +1,8 @@
 /* The ring partitioner against librdkafka's built-in murmur2_random, in the same run.
  *
- *   bench_partitioner [--messages N] [--rounds R] [--partitions P] [--vnodes V] [--calls C]
- *                     [--only WHAT]
+ *   bench_partitioner [--messages N] [--rounds R] [--partitions P] [--profile NAME]
+ *                     [--vnodes V] [--calls C] [--only WHAT]
+ *   bench_partitioner --balance [--keys K]
  *
  * 1. Per call: the partitioner callback vs rd_kafka_msg_partitioner_murmur2_random on the
  *    same keys, ns per call (best of R interleaved rounds), for several partition counts.
@@ -12,8 +13,13 @@
  *    (the ring's spread depends on its vnodes: --vnodes, default the profile's 160).
  * --only percall-ring | percall-murmur2 runs just that loop, for --partitions P, and
  * --only produce-ring | produce-murmur2 one throughput run of N messages: for instruction counts
- * under valgrind --tool=callgrind (inclusive cost of per_call / --calls; total / N). */
+ * under valgrind --tool=callgrind (inclusive cost of per_call / --calls; total / N).
+ * --profile: the partitioner's profile (default: the partitioner's, RL_KAFKA_DEFAULT_PROFILE).
+ * --balance: for P = 2..256, the default partitioner's ring (points, bytes, build time, the
+ * busiest partition's share over the mean) and K keys key-1..key-K (default 2,000,000) counted
+ * per partition, beside profile "default" (ringlane 0.1's placement); then growth P-1 -> P. */
 #define _POSIX_C_SOURCE 200809L
+#include "ring_internal.h" /* ix_bytes: the lookup engine's memory */
 #include "ringlane/partitioner.h"
 #include "ringlane/ringlane.h"
 
@@ -67,10 +73,15 @@ static double per_call(partitioner_fn fn, void *opaque, int32_t partitions, long
     return t * 1e9 / (double)calls;
 }
 
+static const char *bench_profile; /* NULL: the partitioner's default */
+
 static void bench_per_call(int rounds, long calls, const char *only, int32_t only_partitions)
 {
+    rl_kafka_partitioner_options po;
+    rl_kafka_partitioner_options_init(&po);
+    po.profile = bench_profile;
     rl_kafka_partitioner_t *p;
-    if (rl_kafka_partitioner_new(NULL, &p) != 0)
+    if (rl_kafka_partitioner_new(&po, &p) != 0)
         exit(1);
     const int32_t counts[] = {6, 64, 1000};
     uint64_t sink = 0;
@@ -232,6 +243,7 @@ static void bench_throughput(int rounds, long messages, int32_t partitions, uint
     }
     rl_kafka_partitioner_options o;
     rl_kafka_partitioner_options_init(&o);
+    o.profile = bench_profile;
     o.vnodes = vnodes;
     rl_kafka_partitioner_t *p;
     if (rl_kafka_partitioner_new(&o, &p) != 0)
@@ -254,9 +266,13 @@ static void bench_throughput(int rounds, long messages, int32_t partitions, uint
     double rp, rb, mp, mb;
     spread(p, partitions, &rp, &rb);
     spread(NULL, partitions, &mp, &mb);
-    printf("spread (max/mean messages): ring (%u vnodes) %.3f per partition, %.3f per broker; "
-           "murmur2_random %.3f per partition, %.3f per broker\n",
-           vnodes == RL_VNODES_PROFILE ? 160u : vnodes, rp, rb, mp, mb);
+    rl_kafka_partitioner_options used;
+    rl_kafka_partitioner_get_options(p, &used);
+    const rl_profile_info *info = rl_profile_find(used.profile);
+    printf("spread (max/mean messages): ring (%s, %u vnodes) %.3f per partition, %.3f per "
+           "broker; murmur2_random %.3f per partition, %.3f per broker\n",
+           used.profile, vnodes == RL_VNODES_PROFILE ? info->default_vnodes : vnodes, rp, rb, mp,
+           mb);
     printf("%5s  %12s  %12s  %7s  %13s  %13s\n", "round", "ring msg/s", "murmur2 msg/s", "ratio",
            "ring cpu ns", "murmur2 cpu ns");
     for (int r = 0; r < rounds; r++) {
@@ -288,8 +304,90 @@ static void bench_throughput(int rounds, long messages, int32_t partitions, uint
     rd_kafka_destroy(host);
 }
 
+/* One profile's ring for n partitions: its numbers. */
+typedef struct ring_numbers {
+    size_t points, bytes;
+    double build_ms, ring_max_mean, keys_max_mean;
+} ring_numbers;
+
+static ring_numbers measure(const char *profile, int32_t n, const uint64_t *h, size_t k,
+                            uint64_t *count)
+{
+    ring_numbers out = {0};
+    char(*names)[12] = calloc((size_t)n, sizeof *names);
+    rl_member *m = calloc((size_t)n, sizeof *m);
+    if (!names || !m)
+        exit(1);
+    for (int32_t i = 0; i < n; i++) {
+        snprintf(names[i], sizeof names[i], "%d", (int)i);
+        m[i] = (rl_member){.name = names[i], .weight = 1};
+    }
+    rl_ring_options o;
+    rl_ring_options_init(&o);
+    o.profile = profile;
+    rl_ring_t *r;
+    double t0 = now_s();
+    if (rl_ring_build(m, (size_t)n, &o, &r) != 0)
+        exit(1);
+    out.build_ms = (now_s() - t0) * 1e3;
+    out.points = rl_ring_point_count(r);
+    out.bytes = out.points * (sizeof(uint64_t) + sizeof(uint32_t)) + r->ix_bytes;
+    rl_ring_stats st;
+    if (rl_ring_stats_get(r, &st, NULL) != 0)
+        exit(1);
+    out.ring_max_mean = st.max_mean_share;
+    memset(count, 0, (size_t)n * sizeof *count);
+    for (size_t i = 0; i < k; i++) {
+        uint32_t node;
+        rl_ring_lookup_hash(r, h[i], &node);
+        count[node]++;
+    }
+    uint64_t max = 0;
+    for (int32_t i = 0; i < n; i++)
+        max = count[i] > max ? count[i] : max;
+    out.keys_max_mean = (double)max * n / (double)k;
+    rl_ring_free(r);
+    free(names);
+    free(m);
+    return out;
+}
+
+static void bench_balance(size_t k)
+{
+    uint64_t *h = malloc(k * sizeof *h), *count = malloc(256 * sizeof *count);
+    if (!h || !count)
+        exit(1);
+    char key[32];
+    for (size_t i = 0; i < k; i++) /* both profiles hash keys with xxh3-64 */
+        h[i] = rl_xxh3(key, (size_t)snprintf(key, sizeof key, "key-%zu", i + 1));
+    printf("P\t%s points\tbytes\tbuild ms\tring max/mean\tkeys max/mean\t"
+           "default(160) points\tbytes\tring max/mean\tkeys max/mean\n",
+           RL_KAFKA_DEFAULT_PROFILE);
+    for (int32_t n = 2; n <= 256; n++) {
+        ring_numbers a = measure(RL_KAFKA_DEFAULT_PROFILE, n, h, k, count);
+        ring_numbers b = measure("default", n, h, k, count);
+        printf("%d\t%zu\t%zu\t%.2f\t%.4f\t%.4f\t%zu\t%zu\t%.4f\t%.4f\n", (int)n, a.points, a.bytes,
+               a.build_ms, a.ring_max_mean, a.keys_max_mean, b.points, b.bytes, b.ring_max_mean,
+               b.keys_max_mean);
+        fflush(stdout);
+    }
+    free(h);
+    free(count);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "--balance") == 0) {
+        size_t k = 2000000;
+        if (argc == 4 && strcmp(argv[2], "--keys") == 0)
+            k = (size_t)atol(argv[3]);
+        if (k < 1) {
+            fprintf(stderr, "bench_partitioner: bad --keys\n");
+            return 2;
+        }
+        bench_balance(k);
+        return 0;
+    }
     long messages = 200000, calls = 2000000;
     int rounds = 7;
     int32_t partitions = 12;
@@ -308,13 +406,16 @@ int main(int argc, char **argv)
             calls = atol(argv[i + 1]);
         else if (strcmp(argv[i], "--only") == 0)
             only = argv[i + 1];
+        else if (strcmp(argv[i], "--profile") == 0)
+            bench_profile = argv[i + 1];
         else {
             fprintf(stderr, "bench_partitioner: unknown option %s\n", argv[i]);
             return 2;
         }
     }
     if (messages < 1 || calls < 1 || rounds < 1 || rounds > MAX_ROUNDS || partitions < 1 ||
-        vnodes < 1 || (vnodes > RL_VNODES_MAX && vnodes != RL_VNODES_PROFILE)) {
+        vnodes < 1 || (vnodes > RL_VNODES_MAX && vnodes != RL_VNODES_PROFILE) ||
+        (bench_profile && !rl_profile_find(bench_profile))) {
         fprintf(stderr, "bench_partitioner: bad arguments\n");
         return 2;
     }

@@ -45,6 +45,7 @@ static const rl__profile profile_default = {
              .default_vnodes = 160,
              .bits = 64,
              .max_vnodes = RL_VNODES_MAX,
+             .min_vnodes = 1,
              .kind = "ring"},
     .successor = RL__SUCC_GE,
     .tie = RL__TIE_NAME,
@@ -61,6 +62,7 @@ static const rl__profile profile_ds09 = {
              .default_vnodes = 160,
              .bits = 64,
              .max_vnodes = RL_VNODES_MAX,
+             .min_vnodes = 1,
              .kind = "ring"},
     .successor = RL__SUCC_GE,
     .tie = RL__TIE_NAME,
@@ -77,6 +79,7 @@ static const rl__profile profile_turnstone = {
              .default_vnodes = 150,
              .bits = 16,
              .max_vnodes = RL_VNODES_MAX,
+             .min_vnodes = 1,
              .kind = "ring"},
     .successor = RL__SUCC_GT,
     .tie = RL__TIE_NAME,
@@ -94,6 +97,7 @@ static const rl__profile profile_xmur3 = {
              .default_vnodes = 3,
              .bits = 32,
              .max_vnodes = RL_VNODES_MAX,
+             .min_vnodes = 1,
              .kind = "ring"},
     .successor = RL__SUCC_GE,
     .tie = RL__TIE_NAME,
@@ -103,9 +107,9 @@ static const rl__profile profile_xmur3 = {
 
 /* The registry, in the order `ringlane profiles` lists them; the first is the default. */
 static const rl__profile *const profiles[] = {
-    &profile_default,        &profile_ds09,       &profile_turnstone,
-    &profile_xmur3,          &rl__profile_ketama, &rl__profile_envoy,
-    &rl__profile_groupcache, &rl__profile_maglev, &rl__profile_jump,
+    &profile_default,    &profile_ds09,         &profile_turnstone,      &profile_xmur3,
+    &rl__profile_ketama, &rl__profile_envoy,    &rl__profile_groupcache, &rl__profile_maglev,
+    &rl__profile_jump,   &rl__profile_balanced,
 };
 
 #define N_PROFILES (sizeof profiles / sizeof profiles[0])
@@ -134,4 +138,16 @@ const rl_profile_info *rl_profile_find(const char *name)
 {
     const rl__profile *p = name ? rl__profile_find(name) : NULL;
     return p ? &p->info : NULL;
+}
+
+int rl_profile_check_vnodes(const char *name, uint32_t vnodes)
+{
+    const rl__profile *p = rl__profile_find(name);
+    if (!p)
+        return RL_EPROFILE;
+    if (vnodes == RL_VNODES_PROFILE)
+        vnodes = p->info.default_vnodes;
+    if (vnodes < p->info.min_vnodes || vnodes < 1 || vnodes > p->info.max_vnodes)
+        return RL_EVNODES;
+    return p->check_vnodes ? p->check_vnodes(vnodes) : 0;
 }

@@ -84,6 +84,7 @@ const rl__profile rl__profile_envoy = {
              .default_vnodes = 1024,
              .bits = 64,
              .max_vnodes = ENVOY_MAX_RING_SIZE,
+             .min_vnodes = 1,
              .kind = "ring"},
     .successor = RL__SUCC_GE,
     .tie = RL__TIE_NAME,

@@ -44,6 +44,7 @@ const rl__profile rl__profile_groupcache = {
              .default_vnodes = 50,
              .bits = 32,
              .max_vnodes = RL_VNODES_MAX,
+             .min_vnodes = 1,
              .kind = "ring"},
     .successor = RL__SUCC_GE,
     .tie = RL__TIE_LATER_WINS,

@@ -45,6 +45,7 @@ const rl__profile rl__profile_jump = {
              .default_vnodes = 1,
              .bits = 64,
              .max_vnodes = RL_VNODES_MAX,
+             .min_vnodes = 1,
              .kind = "computed"},
     .successor = RL__SUCC_GE,
     .tie = RL__TIE_NAME,

@@ -130,6 +130,7 @@ const rl__profile rl__profile_ketama = {
              .default_vnodes = 160,
              .bits = 32,
              .max_vnodes = RL_VNODES_MAX,
+             .min_vnodes = 5, /* vnodes / 4 labels per server at equal weights: 5 gives one */
              .kind = "ring"},
     .successor = RL__SUCC_GE,
     .tie = RL__TIE_ORDER,

@@ -33,11 +33,14 @@ typedef struct build_entry {
     double weight, target;
 } build_entry;
 
+static int check_table_size(uint32_t m)
+{
+    return is_prime(m) ? 0 : RL_EVNODES;
+}
+
 static int build_maglev(rl_ring_t *r)
 {
     const uint64_t m = r->vnodes;
-    if (!is_prime(m))
-        return RL_EVNODES;
     if (r->hash)
         return RL_ENOTSUP; /* offset and skip need XXH64 with two seeds */
     if (r->n_nodes == 0)
@@ -107,10 +110,12 @@ const rl__profile rl__profile_maglev = {
              .default_vnodes = MAGLEV_DEFAULT_TABLE,
              .bits = 64,
              .max_vnodes = MAGLEV_MAX_TABLE,
+             .min_vnodes = 1,
              .kind = "table"},
     .successor = RL__SUCC_GE,
     .tie = RL__TIE_NAME,
     .label_hash = label_xxh64,
     .build = build_maglev,
     .lookup_hash = lookup_maglev,
+    .check_vnodes = check_table_size,
 };

@@ -277,8 +277,9 @@ int rl_ring_build(const rl_member *members, size_t count, const rl_ring_options 
         return RL_EPROFILE;
     uint32_t vnodes =
         opts->vnodes == RL_VNODES_PROFILE ? profile->info.default_vnodes : opts->vnodes;
-    if (vnodes < 1 || vnodes > profile->info.max_vnodes)
-        return RL_EVNODES;
+    int vrc = rl_profile_check_vnodes(profile->info.name, vnodes);
+    if (vrc)
+        return vrc;
     if (count > RL_MEMBERS_MAX)
         return RL_ETOOBIG;
 

@@ -65,6 +65,9 @@ typedef struct rl__profile {
      * members. Replicas, bounded lookups and rl_ring_point say RL_ENOTSUP for them. */
     int (*build)(struct rl_ring *r);
     uint32_t (*lookup_hash)(const struct rl_ring *r, uint64_t hash);
+    /* Refuses vnodes the profile cannot build with beyond min/max_vnodes (maglev: not a prime);
+     * NULL when the range is all. */
+    int (*check_vnodes)(uint32_t vnodes);
 } rl__profile;
 
 const rl__profile *rl__profile_find(const char *name);
@@ -75,6 +78,7 @@ extern const rl__profile rl__profile_envoy;
 extern const rl__profile rl__profile_groupcache;
 extern const rl__profile rl__profile_maglev;
 extern const rl__profile rl__profile_jump;
+extern const rl__profile rl__profile_balanced;
 
 typedef struct rl__node {
     char *name;

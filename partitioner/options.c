@@ -18,28 +18,81 @@ void rl_kafka_partitioner_options_init(rl_kafka_partitioner_options *opts)
     opts->skip_unavailable = 0;
 }
 
-int rl__kafka_options_check(const rl_kafka_partitioner_options *opts,
-                            rl_kafka_partitioner_options *out)
+/* Why profile `info` cannot take these options, into why (0 when it can): the vnodes range of
+ * the profile (the CLI's, from rl_profile_check_vnodes), vnodes given to jump (which has none),
+ * skip.unavailable with a profile that has no clockwise order. */
+static int combination(const rl_profile_info *info, uint32_t vnodes, int skip, char *why,
+                       size_t size)
+{
+    int rc = 0;
+    if (vnodes != RL_VNODES_PROFILE && strcmp(info->kind, "computed") == 0) {
+        rc = RL_EVNODES;
+        snprintf(why, size, "profile %s has no vnodes (its buckets are the partitions)",
+                 info->name);
+    } else if (vnodes != RL_VNODES_PROFILE && rl_profile_check_vnodes(info->name, vnodes) != 0) {
+        rc = RL_EVNODES;
+        if (strcmp(info->kind, "table") == 0)
+            snprintf(why, size, "profile %s takes a prime %u..%u (its table size), got %u",
+                     info->name, info->min_vnodes > 2 ? info->min_vnodes : 2, info->max_vnodes,
+                     vnodes);
+        else
+            snprintf(why, size, "profile %s takes %u..%u vnodes per partition, got %u", info->name,
+                     info->min_vnodes, info->max_vnodes, vnodes);
+    } else if (skip && strcmp(info->kind, "ring") != 0) {
+        rc = RL_ENOTSUP;
+        snprintf(why, size,
+                 "profile %s has no ring to walk to the next partition (skip.unavailable needs "
+                 "a ring profile)",
+                 info->name);
+    }
+    if (rc == 0 && size)
+        why[0] = 0;
+    return rc;
+}
+
+int rl__kafka_options_explain(const rl_kafka_partitioner_options *opts,
+                              rl_kafka_partitioner_options *out, char *why, size_t size)
 {
     rl_kafka_partitioner_options o;
     if (opts)
         o = *opts;
     else
         rl_kafka_partitioner_options_init(&o);
-    const rl_profile_info *info = rl_profile_find(o.profile ? o.profile : "default");
-    if (!info)
+    if (size)
+        why[0] = 0;
+    const rl_profile_info *info = rl_profile_find(o.profile ? o.profile : RL_KAFKA_DEFAULT_PROFILE);
+    if (!info) {
+        snprintf(why, size, "unknown profile");
         return RL_EPROFILE;
+    }
     o.profile = info->name;
-    if (o.vnodes != RL_VNODES_PROFILE && (o.vnodes < 1 || o.vnodes > RL_VNODES_MAX))
+    if (o.vnodes != RL_VNODES_PROFILE && (o.vnodes < 1 || o.vnodes > RL_KAFKA_VNODES_MAX)) {
+        snprintf(why, size, "vnodes %u is outside 1..%u", o.vnodes, RL_KAFKA_VNODES_MAX);
         return RL_EVNODES;
-    if (o.null_key != RL_KAFKA_NULL_KEY_RANDOM && o.null_key != RL_KAFKA_NULL_KEY_FIXED)
+    }
+    int rc = combination(info, o.vnodes, o.skip_unavailable, why, size);
+    if (rc)
+        return rc;
+    if (o.null_key != RL_KAFKA_NULL_KEY_RANDOM && o.null_key != RL_KAFKA_NULL_KEY_FIXED) {
+        snprintf(why, size, "unknown null-key policy %d", (int)o.null_key);
         return RL_EINVAL;
+    }
     if (o.null_key == RL_KAFKA_NULL_KEY_FIXED &&
-        (o.null_key_partition < 0 || o.null_key_partition > RL_KAFKA_PARTITION_MAX))
+        (o.null_key_partition < 0 || o.null_key_partition > RL_KAFKA_PARTITION_MAX)) {
+        snprintf(why, size, "null-key partition %ld is outside 0..%d", (long)o.null_key_partition,
+                 RL_KAFKA_PARTITION_MAX);
         return RL_ERANGE;
+    }
     o.skip_unavailable = o.skip_unavailable != 0;
     *out = o;
     return 0;
+}
+
+int rl__kafka_options_check(const rl_kafka_partitioner_options *opts,
+                            rl_kafka_partitioner_options *out)
+{
+    char why[8];
+    return rl__kafka_options_explain(opts, out, why, sizeof why);
 }
 
 static void say(char *errstr, size_t errstr_size, const char *fmt, ...)
@@ -111,6 +164,18 @@ int rl_kafka_partitioner_option_set(rl_kafka_partitioner_options *opts, const ch
                 profile_names(names, sizeof names));
             return RL_EPROFILE;
         }
+        char why[256];
+        int rc =
+            info ? combination(info, opts->vnodes, opts->skip_unavailable, why, sizeof why) : 0;
+        if (rc) {
+            char vn[32] = "";
+            if (opts->vnodes != RL_VNODES_PROFILE)
+                snprintf(vn, sizeof vn, "vnodes %u", opts->vnodes);
+            say(errstr, errstr_size, "%s: \"%s\" does not go with %s%s%s: %s", name, value, vn,
+                *vn && opts->skip_unavailable ? " and " : "",
+                opts->skip_unavailable ? "skip.unavailable true" : "", why);
+            return rc;
+        }
         opts->profile = info ? info->name : defaults.profile;
         return 0;
     }
@@ -119,11 +184,22 @@ int rl_kafka_partitioner_option_set(rl_kafka_partitioner_options *opts, const ch
             opts->vnodes = defaults.vnodes;
             return 0;
         }
-        if (parse_uint(value, 1, RL_VNODES_MAX, &v) != 0) {
+        if (parse_uint(value, 1, RL_KAFKA_VNODES_MAX, &v) != 0) {
             say(errstr, errstr_size,
-                "%s: expected an integer 1..%u (vnodes per partition), got \"%s\"", name,
-                RL_VNODES_MAX, value);
+                "%s: expected an integer 1..%u (vnodes per partition; each profile takes its "
+                "own range), got \"%s\"",
+                name, RL_KAFKA_VNODES_MAX, value);
             return RL_ERANGE;
+        }
+        /* With a profile set, the pair is checked now; without one, when the partitioner is
+         * made (a profile may still follow, in any order). */
+        char why[256];
+        int rc = opts->profile ? combination(rl_profile_find(opts->profile), (uint32_t)v,
+                                             opts->skip_unavailable, why, sizeof why)
+                               : 0;
+        if (rc) {
+            say(errstr, errstr_size, "%s: %s", name, why);
+            return rc;
         }
         opts->vnodes = (uint32_t)v;
         return 0;
@@ -150,6 +226,14 @@ int rl_kafka_partitioner_option_set(rl_kafka_partitioner_options *opts, const ch
             return 0;
         }
         if (strcmp(value, "true") == 0 || strcmp(value, "1") == 0) {
+            char why[256];
+            int rc = opts->profile ? combination(rl_profile_find(opts->profile), opts->vnodes, 1,
+                                                 why, sizeof why)
+                                   : 0;
+            if (rc) {
+                say(errstr, errstr_size, "%s: %s", name, why);
+                return rc;
+            }
             opts->skip_unavailable = 1;
             return 0;
         }

@@ -32,6 +32,12 @@ int rl_kafka_partitioner_new(const rl_kafka_partitioner_options *opts, rl_kafka_
     atomic_init(&p->null_keys, 0);
     atomic_init(&p->skipped, 0);
     atomic_init(&p->fallbacks, 0);
+    atomic_init(&p->watched, NULL);
+    if (pthread_mutex_init(&p->watch_lock, NULL) != 0) {
+        rl__ring_cache_destroy(&p->rings);
+        free(p);
+        return RL_ENOMEM;
+    }
     *out = p;
     return 0;
 }
@@ -41,6 +47,12 @@ void rl_kafka_partitioner_destroy(rl_kafka_partitioner_t *p)
     if (!p)
         return;
     rl__ring_cache_destroy(&p->rings);
+    for (rl__topic_watch *w = atomic_load_explicit(&p->watched, memory_order_acquire); w;) {
+        rl__topic_watch *next = w->next;
+        free(w);
+        w = next;
+    }
+    pthread_mutex_destroy(&p->watch_lock);
     free(p);
 }
 
@@ -57,6 +69,11 @@ int rl__kafka_partitioner_reconfigure(rl_kafka_partitioner_t *p,
     p->rings.profile = o.profile;
     p->rings.vnodes = o.vnodes;
     return 0;
+}
+
+void rl__kafka_partitioner_refuse(rl_kafka_partitioner_t *p)
+{
+    p->refused = 1;
 }
 
 int rl_kafka_partitioner_install(rl_kafka_partitioner_t *p, rd_kafka_topic_conf_t *topic_conf)
@@ -133,6 +150,77 @@ static int32_t next_available(rl_kafka_partitioner_t *p, const rd_kafka_topic_t 
     return owner;
 }
 
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The watch of (rkt, partition_cnt), made on first use; NULL past RL__TOPIC_WATCH_MAX or out
+ * of memory. Finding one is a lock-free walk. */
+static rl__topic_watch *watch_of(rl_kafka_partitioner_t *p, const rd_kafka_topic_t *rkt,
+                                 int32_t partition_cnt)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        for (rl__topic_watch *w = atomic_load_explicit(&p->watched, memory_order_acquire); w;
+             w = w->next)
+            if (w->rkt == (const void *)rkt && w->partition_cnt == partition_cnt)
+                return w;
+        if (pass == 1)
+            break;
+        pthread_mutex_lock(&p->watch_lock);
+        rl__topic_watch *w = NULL;
+        int found = 0;
+        for (w = atomic_load_explicit(&p->watched, memory_order_relaxed); w; w = w->next)
+            if (w->rkt == (const void *)rkt && w->partition_cnt == partition_cnt)
+                found = 1;
+        if (!found && p->watch_count < RL__TOPIC_WATCH_MAX &&
+            (w = calloc(1, sizeof *w + (size_t)partition_cnt * sizeof w->since[0]))) {
+            w->rkt = rkt;
+            w->partition_cnt = partition_cnt;
+            for (int32_t i = 0; i < partition_cnt; i++)
+                atomic_init(&w->since[i], 0);
+            w->next = atomic_load_explicit(&p->watched, memory_order_relaxed);
+            atomic_store_explicit(&p->watched, w, memory_order_release);
+            p->watch_count++;
+        }
+        pthread_mutex_unlock(&p->watch_lock);
+    }
+    return NULL;
+}
+
+/* Whether the owner has been unavailable for RL_KAFKA_SKIP_GRACE_MS without a break (the
+ * first sighting starts the count); called only while it is unavailable. */
+static int down_long_enough(rl_kafka_partitioner_t *p, const rd_kafka_topic_t *rkt, int32_t owner,
+                            int32_t partition_cnt)
+{
+    rl__topic_watch *w = watch_of(p, rkt, partition_cnt);
+    if (!w)
+        return 1; /* too many topics to watch: skip at once */
+    int64_t now = now_ns();
+    int64_t since = atomic_load_explicit(&w->since[owner], memory_order_relaxed);
+    if (since == 0) {
+        atomic_compare_exchange_strong_explicit(&w->since[owner], &since, now, memory_order_relaxed,
+                                                memory_order_relaxed);
+        return 0;
+    }
+    return now - since >= (int64_t)RL_KAFKA_SKIP_GRACE_MS * 1000000;
+}
+
+/* The owner is available: end its unavailability count, if one runs. */
+static void seen_available(rl_kafka_partitioner_t *p, const rd_kafka_topic_t *rkt, int32_t owner,
+                           int32_t partition_cnt)
+{
+    for (rl__topic_watch *w = atomic_load_explicit(&p->watched, memory_order_acquire); w;
+         w = w->next)
+        if (w->rkt == (const void *)rkt && w->partition_cnt == partition_cnt) {
+            if (atomic_load_explicit(&w->since[owner], memory_order_relaxed) != 0)
+                atomic_store_explicit(&w->since[owner], 0, memory_order_relaxed);
+            return;
+        }
+}
+
 /* Only when no ring can be had: the messages still flow, each key still to one partition. */
 static int32_t fallback_partition(rl_kafka_partitioner_t *p, const void *key, size_t keylen,
                                   int32_t partition_cnt)
@@ -145,23 +233,29 @@ static int32_t fallback_partition(rl_kafka_partitioner_t *p, const void *key, si
 static int32_t choose(rl_kafka_partitioner_t *p, const rd_kafka_topic_t *rkt, const void *key,
                       size_t keylen, int32_t partition_cnt)
 {
+    if (p->refused)
+        return partition_cnt; /* out of range: librdkafka refuses the message */
     if (!key || keylen == 0)
         return null_key_partition(p, rkt, partition_cnt);
-    const rl__ring_entry *e = rl__ring_cache_find(&p->rings, partition_cnt);
-    if (!e) /* first use of this partition count: build (once, whoever comes first) */
-        e = rl__ring_cache_obtain(&p->rings, partition_cnt, NULL);
-    if (!e || !e->ring)
+    /* The first use of a partition count builds its ring (once, whoever comes first). */
+    const rl_ring_t *ring = rl__ring_cache_obtain(&p->rings, partition_cnt, NULL);
+    if (!ring)
         return fallback_partition(p, key, keylen, partition_cnt);
-    const rl_ring_t *ring = e->ring;
     uint32_t node;
-    int rc = rl_ring_lookup(e->ring, key, keylen, &node);
+    int rc = rl_ring_lookup(ring, key, keylen, &node);
     if (rc == RL_EBADKEY)
         return null_key_partition(p, rkt, partition_cnt);
     if (rc != 0 || node >= (uint32_t)partition_cnt)
         return fallback_partition(p, key, keylen, partition_cnt);
     int32_t owner = (int32_t)node;
-    if (p->opts.skip_unavailable && rkt && !available(rkt, owner))
-        return next_available(p, rkt, ring, key, keylen, owner, partition_cnt);
+    if (p->opts.skip_unavailable && rkt) {
+        if (available(rkt, owner)) {
+            seen_available(p, rkt, owner, partition_cnt);
+            return owner;
+        }
+        if (down_long_enough(p, rkt, owner, partition_cnt))
+            return next_available(p, rkt, ring, key, keylen, owner, partition_cnt);
+    }
     return owner;
 }
 

@@ -5,21 +5,45 @@
 #include "ring_cache.h"
 #include "ringlane/partitioner.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
+
+/* Per topic and partition count (skip.unavailable only): since when each partition has been
+ * seen unavailable without a break (CLOCK_MONOTONIC ns, 0 = seen available or never asked). */
+typedef struct rl__topic_watch {
+    const void *rkt; /* librdkafka's topic, as the callback gets it */
+    int32_t partition_cnt;
+    struct rl__topic_watch *next; /* never changes once published */
+    _Atomic int64_t since[];
+} rl__topic_watch;
+
+#define RL__TOPIC_WATCH_MAX 4096 /* topics x partition counts watched; past it, no grace */
 
 struct rl_kafka_partitioner {
     /* Fixed before the first callback (at rl_kafka_partitioner_new, or by the plugin while the
      * configuration is being set, before rd_kafka_new starts any thread), read-only after. */
     rl_kafka_partitioner_options opts; /* opts.profile is the profile's static name */
 
+    int refused; /* set by the plugin before the client starts when its options never came to
+                    go together: every keyed call answers partition_cnt (out of range) */
+
     rl__ring_cache rings;
     _Atomic uint64_t rand_state; /* SplitMix64 counter for random NULL-key partitions */
     _Atomic uint64_t null_keys;
     _Atomic uint64_t skipped;
     _Atomic uint64_t fallbacks;
+
+    _Atomic(rl__topic_watch *) watched; /* newest first; freed with the partitioner */
+    pthread_mutex_t watch_lock;         /* serialises additions, guards watch_count */
+    unsigned watch_count;
 };
 
-/* Checks opts and writes the normalised copy (profile resolved to its static name). */
+/* Checks opts and writes the normalised copy (profile resolved to its static name); on error
+ * writes why (without the property's name) and returns the RL_E* code. */
+int rl__kafka_options_explain(const rl_kafka_partitioner_options *opts,
+                              rl_kafka_partitioner_options *out, char *why, size_t size);
+
+/* The same without the reason. */
 int rl__kafka_options_check(const rl_kafka_partitioner_options *opts,
                             rl_kafka_partitioner_options *out);
 
@@ -27,5 +51,8 @@ int rl__kafka_options_check(const rl_kafka_partitioner_options *opts,
  * properties one by one). RL_ESTATE once a ring exists, or the check's error. */
 int rl__kafka_partitioner_reconfigure(rl_kafka_partitioner_t *p,
                                       const rl_kafka_partitioner_options *opts);
+
+/* Makes every keyed call refused from now on (see refused). Before any callback runs. */
+void rl__kafka_partitioner_refuse(rl_kafka_partitioner_t *p);
 
 #endif

@@ -8,9 +8,11 @@
  * topics named by ringlane.topics before the application can create them with a topic conf of
  * its own (kcat does), so that librdkafka hands the application the ring-partitioned topic.
  */
+#define _GNU_SOURCE /* dladdr */
 #include "partitioner_internal.h"
 #include "ringlane/error.h"
 
+#include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +27,8 @@ typedef struct instance {
     _Atomic int refs; /* the configuration (then its client), plus each copy still using it */
     rl_kafka_partitioner_t *partitioner;
     rl_kafka_partitioner_options opts; /* as set so far by ringlane.* properties */
+    int pending; /* opts do not go together yet (vnodes set, no profile that takes it): the
+                    partitioner keeps the last options that did, and on_new refuses */
     rd_kafka_topic_conf_t *topic_conf; /* the default topic conf the partitioner was put on */
     char *topics;                      /* ringlane.topics, validated, or NULL */
 } instance;
@@ -127,11 +131,16 @@ static rd_kafka_conf_res_t on_conf_set(rd_kafka_conf_t *conf, const char *name, 
     rl_kafka_partitioner_options next = in->opts;
     if (rl_kafka_partitioner_option_set(&next, name, val, errstr, errstr_size) != 0)
         return RD_KAFKA_CONF_INVALID;
-    if (rl__kafka_partitioner_reconfigure(in->partitioner, &next) != 0) {
+    int rc = rl__kafka_partitioner_reconfigure(in->partitioner, &next);
+    if (rc == RL_ESTATE) {
         snprintf(errstr, errstr_size,
                  "%s: the ring partitioner of this configuration is already in use", name);
         return RD_KAFKA_CONF_INVALID;
     }
+    /* rc != 0 here only for vnodes that the default profile does not take while no profile is
+     * set: a ringlane.profile may still follow (clients such as the Go one set properties in
+     * no fixed order). on_new refuses what is still pending then. */
+    in->pending = rc != 0;
     in->opts = next;
     return RD_KAFKA_CONF_OK;
 }
@@ -176,6 +185,19 @@ static rd_kafka_resp_err_t on_new(rd_kafka_t *rk, const rd_kafka_conf_t *conf, v
 {
     instance *in = ic_opaque;
     rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (in->pending) {
+        /* librdkafka cannot be stopped from here: it logs this, and the partitioner refuses
+         * every keyed message (librdkafka answers them "Local: Unknown partition"). */
+        rl_kafka_partitioner_options o;
+        char why[256];
+        rl__kafka_options_explain(&in->opts, &o, why, sizeof why);
+        snprintf(errstr, errstr_size,
+                 "ringlane: ringlane.vnodes=%u without a ringlane.profile that takes it: %s; "
+                 "every keyed message is refused",
+                 in->opts.vnodes, why);
+        rl__kafka_partitioner_refuse(in->partitioner);
+        return RD_KAFKA_RESP_ERR__INVALID_ARG;
+    }
     if (in->topics)
         rd_kafka_interceptor_add_on_thread_start(rk, IC_NAME, on_thread_start, in);
     /* librdkafka logs a failed on_new(): the one way to tell the application that its own
@@ -190,10 +212,50 @@ static rd_kafka_resp_err_t on_new(rd_kafka_t *rk, const rd_kafka_conf_t *conf, v
     return err;
 }
 
+/* The file holding an address, or NULL when the dynamic linker cannot tell. */
+static const char *module_of(const void *addr, const void **base)
+{
+    Dl_info info;
+    if (!addr || dladdr(addr, &info) == 0 || !info.dli_fbase)
+        return NULL;
+    *base = info.dli_fbase;
+    return info.dli_fname && *info.dli_fname ? info.dli_fname : "the program";
+}
+
+/* The librdkafka that loaded the plugin (the one calling conf_init, found by the return
+ * address) must be the one the plugin's own rd_kafka_* calls are bound to. A program that
+ * links librdkafka in statically without exporting it (the Node and Go clients' default
+ * builds bundle one) on a machine that also has the shared librdkafka.so.1 has two: the plugin
+ * would then hand the shared copy a configuration made by the program's copy, whose layout may
+ * differ (a crash inside conf_init). Refused instead, naming both. */
+static int check_one_librdkafka(const void *caller, char *errstr, size_t errstr_size)
+{
+    union {
+        rd_kafka_conf_res_t (*fn)(rd_kafka_conf_t *, const char *, const char *, char *, size_t);
+        const void *addr;
+    } bound = {.fn = rd_kafka_conf_set};
+    const void *caller_base = NULL, *bound_base = NULL;
+    const char *caller_file = module_of(caller, &caller_base);
+    const char *bound_file = module_of(bound.addr, &bound_base);
+    if (!caller_file || !bound_file || caller_base == bound_base)
+        return 0;
+    snprintf(errstr, errstr_size,
+             "ringlane: two copies of librdkafka in this process: the one that loads the "
+             "plugin is in %s, the one the plugin's calls go to is in %s (librdkafka %s). The "
+             "plugin works only with a client that uses the shared librdkafka it was built for "
+             "(e.g. a client built against the system librdkafka.so.1, not one that bundles "
+             "its own)",
+             caller_file, bound_file, rd_kafka_version_str());
+    return -1;
+}
+
 rd_kafka_resp_err_t conf_init(rd_kafka_conf_t *conf, void **plug_opaquep, char *errstr,
                               size_t errstr_size)
 {
     *plug_opaquep = NULL;
+    /* Before anything touches conf: it may belong to another librdkafka. */
+    if (check_one_librdkafka(__builtin_return_address(0), errstr, errstr_size) != 0)
+        return RD_KAFKA_RESP_ERR__INVALID_ARG;
     instance *in = calloc(1, sizeof *in);
     if (!in || rl_kafka_partitioner_new(NULL, &in->partitioner) != 0) {
         free(in);

@@ -10,6 +10,8 @@ build="$build libssl-dev" # libmemcached.pc requires libcrypto.pc
 
 # The Kafka partitioner: librdkafka, and kcat for the plugin's interoperability test.
 build="$build librdkafka-dev kcat"
+build="$build liblz4-dev libzstd-dev" # what librdkafka.a links: the two-librdkafka test
+build="$build python3-confluent-kafka" # the plugin from Python: the client test
 build="$build libuv1-dev" # the ordered dispatcher
 build="$build docker-compose" # validates docker-compose.yml (no Docker engine is needed)
 bench="valgrind"

@@ -182,14 +182,34 @@ static void route_bounded_places_in_order(void **state)
     rl_ring_free(ring);
 }
 
+/* --partitions N is the nodes 0..N-1 in order, under the Kafka partitioner's default profile
+ * (balanced) unless --profile says otherwise. */
 static void route_partitions_shortcut(void **state)
 {
     (void)state;
     const char *input = "order-1\norder-2\norder-3\ncustomer-77\n";
-    run_result a = run("route --partitions 6", input);
-    run_result b = run("route --nodes 0,1,2,3,4,5", input);
+    const char *pairs[][2] = {
+        {"route --partitions 6", "route --profile balanced --nodes 0,1,2,3,4,5"},
+        {"route --profile default --partitions 6", "route --nodes 0,1,2,3,4,5"},
+        {"route --profile ds09 --vnodes 40 --partitions 6",
+         "route --profile ds09 --vnodes 40 --nodes 0,1,2,3,4,5"},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+        run_result a = run(pairs[i][0], input);
+        run_result b = run(pairs[i][1], input);
+        assert_int_equal(a.status, 0);
+        assert_string_equal(a.out, b.out);
+        run_free(&a);
+        run_free(&b);
+    }
+    /* The default profile of --partitions is not the one of --nodes (on some key). */
+    char many[8000] = "";
+    for (int i = 0; i < 400; i++)
+        sprintf(many + strlen(many), "k%d\n", i);
+    run_result a = run("route --partitions 6", many);
+    run_result b = run("route --nodes 0,1,2,3,4,5", many);
     assert_int_equal(a.status, 0);
-    assert_string_equal(a.out, b.out);
+    assert_true(strcmp(a.out, b.out) != 0);
     run_free(&a);
     run_free(&b);
 }

@@ -282,15 +282,16 @@ static void null_and_empty_keys(void **state)
     assert_true(counts[1] >= 300);
 }
 
-/* Partition 2 has no leader. skip.unavailable on: its keys go to the next available partition
- * clockwise (the first other entry of the key's preference list); off: they wait for the
- * leader and time out, and every other key is unaffected either way. */
+/* Partition 2 has no leader. skip.unavailable on: once it has been unavailable for
+ * RL_KAFKA_SKIP_GRACE_MS, its keys go to the next available partition clockwise (the first
+ * other entry of the key's preference list); off: they wait for the leader and time out, and
+ * every other key is unaffected either way. */
 static void skip_unavailable(void **state)
 {
     (void)state;
     const size_t n = 600;
     const int32_t down = 2;
-    rl_ring_t *ref = ref_partition_ring("default", RL_VNODES_PROFILE, 6);
+    rl_ring_t *ref = ref_partition_ring(RL_KAFKA_DEFAULT_PROFILE, RL_VNODES_PROFILE, 6);
     char key[64];
     for (int skip = 1; skip >= 0; skip--) {
         run r = {.d = calloc(n, sizeof(delivery)), .n = n};
@@ -314,6 +315,17 @@ static void skip_unavailable(void **state)
         assert_int_equal(rd_kafka_mock_partition_set_leader(mock, topic, down, -1), 0);
         rd_kafka_t *rk = new_producer(conf);
         warm_up(rk, topic, 6, down);
+        /* One key of the partition starts its unavailability count; the grace passes. */
+        for (size_t i = 0;; i++) {
+            size_t len = test_key(1000000 + i, key, sizeof key);
+            if (ref_partition(ref, key, len) != down)
+                continue;
+            produce_named(rk, topic, key, len, (size_t)UINTPTR_MAX);
+            break;
+        }
+        struct timespec grace = {.tv_sec = (RL_KAFKA_SKIP_GRACE_MS + 200) / 1000,
+                                 .tv_nsec = (RL_KAFKA_SKIP_GRACE_MS + 200) % 1000 * 1000000L};
+        nanosleep(&grace, NULL);
         for (size_t i = 0; i < n; i++) {
             size_t len = test_key(i, key, sizeof key);
             produce_named(rk, topic, key, len, i);
@@ -346,6 +358,59 @@ static void skip_unavailable(void **state)
         rl_kafka_partitioner_stats st;
         assert_rl_ok(rl_kafka_partitioner_stats_get(p, &st));
         assert_int_equal(st.skipped, skip ? orphans : 0);
+        rd_kafka_destroy(rk);
+        rl_kafka_partitioner_destroy(p);
+        free(r.d);
+    }
+    rl_ring_free(ref);
+}
+
+/* A fresh producer's first burst, every partition with a leader: librdkafka reports the
+ * partitions unavailable while it hands them to its broker threads, and the keys it partitions
+ * then (the burst was queued before the topic's metadata came) must still go to their ring
+ * partitions, as they do with skip.unavailable off. 3,000 keys to 12 partitions right after
+ * rd_kafka_new, five fresh producers; before the grace, five trials put 2,240 / 894 / 883 /
+ * 214 / 0 keys elsewhere. */
+static void skip_unavailable_fresh_burst(void **state)
+{
+    (void)state;
+    const size_t n = 3000;
+    rl_ring_t *ref = ref_partition_ring(RL_KAFKA_DEFAULT_PROFILE, RL_VNODES_PROFILE, 12);
+    char key[64];
+    for (int trial = 0; trial < 5; trial++) {
+        run r = {.d = calloc(n, sizeof(delivery)), .n = n};
+        assert_non_null(r.d);
+        rl_kafka_partitioner_options o;
+        rl_kafka_partitioner_options_init(&o);
+        o.skip_unavailable = 1;
+        rl_kafka_partitioner_t *p;
+        assert_rl_ok(rl_kafka_partitioner_new(&o, &p));
+        rd_kafka_conf_t *conf = mock_conf(&r);
+        rd_kafka_topic_conf_t *tconf = rd_kafka_topic_conf_new();
+        rl_kafka_partitioner_install(p, tconf);
+        rd_kafka_conf_set_default_topic_conf(conf, tconf);
+        char topic[32];
+        snprintf(topic, sizeof topic, "fresh-%d", trial);
+        create_topic(topic, 12);
+        rd_kafka_t *rk = new_producer(conf);
+        for (size_t i = 0; i < n; i++) {
+            size_t len = test_key(i, key, sizeof key);
+            produce_named(rk, topic, key, len, i);
+        }
+        flush_all(rk);
+        size_t off = 0;
+        for (size_t i = 0; i < n; i++) {
+            size_t len = test_key(i, key, sizeof key);
+            assert_int_equal(r.d[i].reported, 1);
+            assert_int_equal(r.d[i].err, 0);
+            off += r.d[i].partition != ref_partition(ref, key, len);
+        }
+        rl_kafka_partitioner_stats st;
+        assert_rl_ok(rl_kafka_partitioner_stats_get(p, &st));
+        print_message("fresh producer %d: %zu of %zu keys off their ring partition, %llu skipped\n",
+                      trial, off, n, (unsigned long long)st.skipped);
+        assert_int_equal(off, 0);
+        assert_int_equal(st.skipped, 0);
         rd_kafka_destroy(rk);
         rl_kafka_partitioner_destroy(p);
         free(r.d);
@@ -416,7 +481,8 @@ static void concurrent_producers(void **state)
     flush_all(rk);
     rl_ring_t *refs[3];
     for (int c = 0; c < 3; c++)
-        refs[c] = ref_partition_ring("default", RL_VNODES_PROFILE, concurrent_counts[c]);
+        refs[c] =
+            ref_partition_ring(RL_KAFKA_DEFAULT_PROFILE, RL_VNODES_PROFILE, concurrent_counts[c]);
     char key[64];
     for (size_t seq = 0; seq < n; seq++) {
         size_t len = test_key(seq, key, sizeof key);
@@ -493,7 +559,7 @@ static void plugin_from_c_producer(void **state)
     /* Defaults. */
     rd_kafka_conf_t *conf = mock_conf(&r);
     conf_set_ok(conf, "plugin.library.paths", plugin_path());
-    check_plugin_producer(conf, &r, "plain", 8, 0, "default", RL_VNODES_PROFILE);
+    check_plugin_producer(conf, &r, "plain", 8, 0, RL_KAFKA_DEFAULT_PROFILE, RL_VNODES_PROFILE);
 
     /* Properties, including topic-level ones set afterwards on the global conf (they go to
      * the default topic conf the plugin put its partitioner on). */
@@ -519,7 +585,7 @@ static void plugin_from_c_producer(void **state)
     conf = mock_conf(&r);
     conf_set_ok(conf, "plugin.library.paths", plugin_path());
     conf_set_ok(conf, "ringlane.topics", "other,own-conf");
-    check_plugin_producer(conf, &r, "own-conf", 7, 1, "default", RL_VNODES_PROFILE);
+    check_plugin_producer(conf, &r, "own-conf", 7, 1, RL_KAFKA_DEFAULT_PROFILE, RL_VNODES_PROFILE);
     free(r.d);
 }
 
@@ -568,9 +634,9 @@ static void plugin_bad_configuration(void **state)
         const char *name, *value, *says;
     } bad[] = {
         {"ringlane.profile", "nope", "ringlane.profile: unknown profile \"nope\" (valid: "},
-        {"ringlane.vnodes", "0", "ringlane.vnodes: expected an integer 1..65536"},
-        {"ringlane.vnodes", "65537", "ringlane.vnodes: expected an integer 1..65536"},
-        {"ringlane.vnodes", "many", "ringlane.vnodes: expected an integer 1..65536"},
+        {"ringlane.vnodes", "0", "ringlane.vnodes: expected an integer 1..8388608"},
+        {"ringlane.vnodes", "8388609", "ringlane.vnodes: expected an integer 1..8388608"},
+        {"ringlane.vnodes", "many", "ringlane.vnodes: expected an integer 1..8388608"},
         {"ringlane.null.key", "sticky",
          "ringlane.null.key: expected \"random\" or a partition number 0..2147483646"},
         {"ringlane.null.key", "-4", "ringlane.null.key: expected"},
@@ -647,12 +713,110 @@ static void plugin_warns_when_default_topic_conf_is_replaced(void **state)
     assert_int_equal(atomic_load(&replaced_warning), 0);
 }
 
+/* Pairs of properties that cannot give a working ring: refused by whichever comes second, with
+ * both named. vnodes set with no profile yet is taken (a profile may follow, in any order); if
+ * none that takes it follows, the client says so when it is created and refuses every keyed
+ * message. */
+static char plugin_log[2048];
+static pthread_mutex_t plugin_log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void keep_ringlane_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+    (void)rk;
+    (void)level;
+    (void)fac;
+    pthread_mutex_lock(&plugin_log_lock);
+    if (strstr(buf, "ringlane") && !plugin_log[0])
+        snprintf(plugin_log, sizeof plugin_log, "%s", buf);
+    pthread_mutex_unlock(&plugin_log_lock);
+}
+
+static void plugin_refuses_pairs(void **state)
+{
+    (void)state;
+    const struct {
+        const char *n1, *v1, *n2, *v2, *says;
+    } bad[] = {
+        {"ringlane.profile", "maglev", "ringlane.vnodes", "1000",
+         "ringlane.vnodes: profile maglev takes a prime 2..5000011 (its table size), got 1000"},
+        {"ringlane.vnodes", "1000", "ringlane.profile", "maglev",
+         "ringlane.profile: \"maglev\" does not go with vnodes 1000: profile maglev takes a prime"},
+        {"ringlane.profile", "ketama", "ringlane.vnodes", "3",
+         "ringlane.vnodes: profile ketama takes 5..65536 vnodes per partition, got 3"},
+        {"ringlane.profile", "jump", "ringlane.vnodes", "100",
+         "ringlane.vnodes: profile jump has no vnodes"},
+        {"ringlane.profile", "jump", "ringlane.skip.unavailable", "true",
+         "ringlane.skip.unavailable: profile jump has no ring to walk"},
+        {"ringlane.skip.unavailable", "true", "ringlane.profile", "maglev",
+         "ringlane.profile: \"maglev\" does not go with skip.unavailable true"},
+    };
+    char err[512];
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        conf_set_ok(conf, "plugin.library.paths", plugin_path());
+        conf_set_ok(conf, bad[i].n1, bad[i].v1);
+        err[0] = 0;
+        assert_int_equal(rd_kafka_conf_set(conf, bad[i].n2, bad[i].v2, err, sizeof err),
+                         RD_KAFKA_CONF_INVALID);
+        if (!strstr(err, bad[i].says))
+            fail_msg("%s=%s after %s=%s said \"%s\", wanted \"%s\"", bad[i].n2, bad[i].v2,
+                     bad[i].n1, bad[i].v1, err, bad[i].says);
+        rd_kafka_conf_destroy(conf);
+    }
+
+    /* vnodes first, then the profile that takes it: the partitioner has both. */
+    run r = {.d = calloc(KEYS_PER_TOPIC, sizeof(delivery)), .n = KEYS_PER_TOPIC};
+    assert_non_null(r.d);
+    rd_kafka_conf_t *conf = mock_conf(&r);
+    conf_set_ok(conf, "plugin.library.paths", plugin_path());
+    conf_set_ok(conf, "ringlane.vnodes", "100003");
+    conf_set_ok(conf, "ringlane.profile", "maglev");
+    check_plugin_producer(conf, &r, "pair-late", 6, 0, "maglev", 100003);
+
+    /* vnodes with no profile that takes it: logged at rd_kafka_new, keyed messages refused. */
+    conf = mock_conf(&r);
+    rd_kafka_conf_set_log_cb(conf, keep_ringlane_log);
+    conf_set_ok(conf, "plugin.library.paths", plugin_path());
+    conf_set_ok(conf, "ringlane.vnodes", "100003");
+    create_topic("pair-never", 4);
+    plugin_log[0] = 0;
+    rd_kafka_t *rk = new_producer(conf);
+    pthread_mutex_lock(&plugin_log_lock);
+    if (!strstr(plugin_log, "ringlane.vnodes=100003 without a ringlane.profile that takes it: "
+                            "profile balanced takes 1..65536 vnodes per partition"))
+        fail_msg("rd_kafka_new logged \"%s\"", plugin_log);
+    pthread_mutex_unlock(&plugin_log_lock);
+    memset(r.d, 0, r.n * sizeof *r.d);
+    for (size_t i = 0; i < 20; i++) {
+        char key[64];
+        size_t len = test_key(i, key, sizeof key);
+        rd_kafka_resp_err_t e =
+            rd_kafka_producev(rk, RD_KAFKA_V_TOPIC("pair-never"), RD_KAFKA_V_KEY(key, len),
+                              RD_KAFKA_V_VALUE("v", 1), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                              RD_KAFKA_V_OPAQUE((void *)(uintptr_t)i), RD_KAFKA_V_END);
+        if (e) { /* refused at once (metadata known), or by the delivery report below */
+            assert_int_equal(e, RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION);
+            r.d[i].reported = 1;
+            r.d[i].err = e;
+        }
+    }
+    rd_kafka_flush(rk, FLUSH_MS);
+    for (size_t i = 0; i < 20; i++) {
+        assert_int_equal(r.d[i].reported, 1);
+        assert_int_equal(r.d[i].err, RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION);
+    }
+    rd_kafka_destroy(rk);
+    free(r.d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(delivery_reports_follow_the_ring),
         cmocka_unit_test(null_and_empty_keys),
         cmocka_unit_test(skip_unavailable),
+        cmocka_unit_test(skip_unavailable_fresh_burst),
+        cmocka_unit_test(plugin_refuses_pairs),
         cmocka_unit_test(concurrent_producers),
         cmocka_unit_test(plugin_from_c_producer),
         cmocka_unit_test(plugin_conf_copies),

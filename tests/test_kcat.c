@@ -229,17 +229,28 @@ static void kcat_places_keys_by_the_ring(void **state)
         const char *profile;
         uint32_t vnodes;
         int32_t partitions;
-    } cases[] = {{"default", RL_VNODES_PROFILE, 6}, {"ds09", 40, 8}, {"xmur3", 100, 5}};
+    } cases[] = {{NULL, RL_VNODES_PROFILE, 12},
+                 {"default", RL_VNODES_PROFILE, 6},
+                 {"ds09", 40, 8},
+                 {"xmur3", 100, 5},
+                 {"maglev", 1000003, 7}};
     char key[64];
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         char topic[64], topics_x[96], profile_x[64], vnodes_x[64];
-        snprintf(topic, sizeof topic, "kcat-%s-%d", cases[c].profile, (int)cases[c].partitions);
+        const char *profile = cases[c].profile ? cases[c].profile : RL_KAFKA_DEFAULT_PROFILE;
+        snprintf(topic, sizeof topic, "kcat-%s-%d", cases[c].profile ? profile : "no-profile",
+                 (int)cases[c].partitions);
         assert_int_equal(rd_kafka_mock_topic_create(mock, topic, cases[c].partitions, 1), 0);
         snprintf(topics_x, sizeof topics_x, "ringlane.topics=%s", topic);
-        snprintf(profile_x, sizeof profile_x, "ringlane.profile=%s", cases[c].profile);
+        snprintf(profile_x, sizeof profile_x, "ringlane.profile=%s", profile);
         snprintf(vnodes_x, sizeof vnodes_x, "ringlane.vnodes=%u", cases[c].vnodes);
-        const char *settings[] = {topics_x, profile_x,
-                                  cases[c].vnodes == RL_VNODES_PROFILE ? NULL : vnodes_x, NULL};
+        /* vnodes first: the pair is checked whichever comes last. */
+        const char *settings[] = {topics_x, cases[c].vnodes == RL_VNODES_PROFILE ? NULL : vnodes_x,
+                                  cases[c].profile ? profile_x : NULL, NULL};
+        if (!settings[1]) {
+            settings[1] = settings[2];
+            settings[2] = NULL;
+        }
         kcat_result res;
         run_kcat(topic, settings, &res);
         if (res.status != 0)
@@ -247,7 +258,7 @@ static void kcat_places_keys_by_the_ring(void **state)
 
         int32_t partition_of[KEYS];
         read_back(topic, cases[c].partitions, partition_of);
-        rl_ring_t *ref = ref_partition_ring(cases[c].profile, cases[c].vnodes, cases[c].partitions);
+        rl_ring_t *ref = ref_partition_ring(profile, cases[c].vnodes, cases[c].partitions);
         for (uint64_t i = 0; i < KEYS; i++) {
             size_t len = test_key(i, key, sizeof key);
             if (partition_of[i] != ref_partition(ref, key, len))
@@ -274,7 +285,7 @@ static void kcat_without_topics_property_uses_its_own_partitioner(void **state)
         fail_msg("kcat exited with %d; stderr:\n%s", res.status, res.err);
     int32_t partition_of[KEYS];
     read_back(topic, 6, partition_of);
-    rl_ring_t *ref = ref_partition_ring("default", RL_VNODES_PROFILE, 6);
+    rl_ring_t *ref = ref_partition_ring(RL_KAFKA_DEFAULT_PROFILE, RL_VNODES_PROFILE, 6);
     char key[64];
     int differ = 0;
     for (uint64_t i = 0; i < KEYS; i++) {
@@ -292,14 +303,18 @@ static void kcat_reports_bad_configuration(void **state)
     if (!kcat[0])
         skip();
     const struct {
-        const char *setting, *says;
+        const char *setting, *setting2, *says;
     } bad[] = {
-        {"ringlane.vnodes=0", "ringlane.vnodes: expected an integer 1..65536"},
-        {"ringlane.profile=consistent", "ringlane.profile: unknown profile \"consistent\""},
-        {"ringlane.topics=a b", "ringlane.topics: expected a comma-separated list"},
+        {"ringlane.vnodes=0", NULL, "ringlane.vnodes: expected an integer 1..8388608"},
+        {"ringlane.profile=consistent", NULL, "ringlane.profile: unknown profile \"consistent\""},
+        {"ringlane.topics=a b", NULL, "ringlane.topics: expected a comma-separated list"},
+        {"ringlane.profile=maglev", "ringlane.vnodes=1000",
+         "ringlane.vnodes: profile maglev takes a prime 2..5000011 (its table size), got 1000"},
+        {"ringlane.vnodes=2", "ringlane.profile=ketama",
+         "ringlane.profile: \"ketama\" does not go with vnodes 2: profile ketama takes 5..65536"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        const char *settings[] = {bad[i].setting, NULL};
+        const char *settings[] = {bad[i].setting, bad[i].setting2, NULL};
         kcat_result res;
         run_kcat("kcat-never-created", settings, &res);
         assert_int_not_equal(res.status, 0);

@@ -166,9 +166,14 @@ static void check_profile(const rl_profile_info *info, uint64_t *seed)
             o.hash = NULL;
             rc = rl_ring_build(m, n, &o, &r);
         }
-        /* Duplicate random names; and what a profile refuses by design: weights (jump), sizes
-         * (maglev's prime tables). */
-        if (rc == RL_EDUPNAME || rc == RL_EWEIGHT || rc == RL_EVNODES)
+        if (rc == RL_EWEIGHT) { /* profiles of equal members (jump, balanced): weight 1 */
+            for (size_t i = 0; i < n; i++)
+                m[i].weight = 1;
+            rc = rl_ring_build(m, n, &o, &r);
+        }
+        /* Duplicate random names; and what a profile refuses by design: sizes (maglev's prime
+         * tables, ketama's vnodes below 5). */
+        if (rc == RL_EDUPNAME || rc == RL_EVNODES)
             continue;
         assert_rl_ok(rc);
         ref_ring ref;

@@ -3,6 +3,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "kafka_test_util.h"
 
+#include "ringlane/hash.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -22,7 +24,7 @@ static rl_kafka_partitioner_t *make(const char *profile, uint32_t vnodes)
 static void same_ring_as_reference(void **state)
 {
     (void)state;
-    const char *profiles[] = {"default", "ds09", "xmur3"};
+    const char *profiles[] = {RL_KAFKA_DEFAULT_PROFILE, "default", "ds09", "xmur3"};
     const int32_t counts[] = {1, 2, 3, 6, 8, 13, 32, 100};
     char key[64];
     for (size_t pi = 0; pi < sizeof profiles / sizeof *profiles; pi++) {
@@ -126,11 +128,16 @@ static void same_as_cli(void **state)
     const struct {
         const char *profile;
         int32_t partitions;
-    } cases[] = {{"default", 6}, {"default", 8}, {"ds09", 12}, {"xmur3", 5}};
+    } cases[] = {{NULL, 6},      {NULL, 12},   {NULL, 100}, {"default", 6},
+                 {"default", 8}, {"ds09", 12}, {"xmur3", 5}};
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-        char cmd[9000];
-        snprintf(cmd, sizeof cmd, "'%s' route --profile %s --partitions %d < '%s'", cli,
-                 cases[c].profile, (int)cases[c].partitions, path);
+        /* No --profile and no profile option: the CLI's --partitions default is the
+         * partitioner's. */
+        char cmd[9000], prof[64] = "";
+        if (cases[c].profile)
+            snprintf(prof, sizeof prof, "--profile %s ", cases[c].profile);
+        snprintf(cmd, sizeof cmd, "'%s' route %s--partitions %d < '%s'", cli, prof,
+                 (int)cases[c].partitions, path);
         FILE *out = popen(cmd, "r");
         assert_non_null(out);
         rl_kafka_partitioner_t *p = make(cases[c].profile, RL_VNODES_PROFILE);
@@ -157,7 +164,7 @@ static void same_as_cli(void **state)
 static void always_in_range(void **state)
 {
     (void)state;
-    rl_kafka_partitioner_t *p = make("default", RL_VNODES_PROFILE);
+    rl_kafka_partitioner_t *p = make(NULL, RL_VNODES_PROFILE);
     char key[64];
     for (int32_t n = 1; n <= 64; n++)
         for (uint64_t i = 0; i < 200; i++) {
@@ -165,15 +172,25 @@ static void always_in_range(void **state)
             int32_t got = rl_kafka_partitioner_cb(NULL, key, len, n, p, NULL);
             assert_true(got >= 0 && got < n);
         }
-    /* 200,000 partitions x 160 vnodes is over RL_POINTS_MAX: answered by hash % n, counted. */
+    rl_kafka_partitioner_destroy(p);
+    p = make("default", RL_VNODES_PROFILE);
+    for (int32_t n = 1; n <= 64; n++)
+        for (uint64_t i = 0; i < 200; i++) {
+            size_t len = test_key(i, key, sizeof key);
+            int32_t got = rl_kafka_partitioner_cb(NULL, key, len, n, p, NULL);
+            assert_true(got >= 0 && got < n);
+        }
+    /* 200,000 partitions x 160 vnodes is over RL_POINTS_MAX: answered by xxh3 % n, counted;
+     * the failed build is remembered, not tried again (one ring built in all: the 64 above). */
     for (uint64_t i = 0; i < 100; i++) {
         size_t len = test_key(i, key, sizeof key);
         int32_t got = rl_kafka_partitioner_cb(NULL, key, len, 200000, p, NULL);
-        assert_true(got >= 0 && got < 200000);
+        assert_int_equal(got, (int32_t)(rl_xxh3(key, len) % 200000));
     }
     rl_kafka_partitioner_stats st;
     assert_rl_ok(rl_kafka_partitioner_stats_get(p, &st));
     assert_int_equal(st.fallbacks, 100);
+    assert_int_equal(st.rings, 64);
     const rl_ring_t *ring;
     assert_int_equal(rl_kafka_partitioner_ring(p, 200000, &ring), RL_ETOOBIG);
     assert_int_equal(rl_kafka_partitioner_ring(p, 0, &ring), RL_ERANGE);
@@ -224,7 +241,7 @@ static void null_key_policy(void **state)
         /* A one-byte key is a key: it goes by the ring. */
         int32_t got;
         assert_rl_ok(rl_kafka_partitioner_partition(p, "x", 1, n, &got));
-        rl_ring_t *ref = ref_partition_ring("default", RL_VNODES_PROFILE, n);
+        rl_ring_t *ref = ref_partition_ring(RL_KAFKA_DEFAULT_PROFILE, RL_VNODES_PROFILE, n);
         assert_int_equal(got, ref_partition(ref, "x", 1));
         rl_ring_free(ref);
     }
@@ -258,7 +275,8 @@ static void growth_moves_keys_to_new_partitions_only(void **state)
         const char *profile;
         int32_t from, to;
     } cases[] = {{"default", 6, 8}, {"default", 4, 5}, {"default", 8, 12}, {"default", 10, 11},
-                 {"ds09", 6, 8},    {"ds09", 16, 24},  {"default", 1, 2},  {"default", 3, 32}};
+                 {"ds09", 6, 8},    {"ds09", 16, 24},  {"default", 1, 2},  {"default", 3, 32},
+                 {NULL, 6, 8},      {NULL, 10, 11},    {NULL, 100, 120},   {NULL, 3, 256}};
     const uint64_t K = 100000;
     char key[64];
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
@@ -273,7 +291,7 @@ static void growth_moves_keys_to_new_partitions_only(void **state)
                 moved++;
                 if (b < P)
                     fail_msg("%s %d->%d: key %s moved from %d to old partition %d",
-                             cases[c].profile, P, Q, key, a, b);
+                             cases[c].profile ? cases[c].profile : "(default)", P, Q, key, a, b);
             }
             moved_murmur += rd_kafka_msg_partitioner_murmur2(NULL, key, len, P, NULL, NULL) !=
                             rd_kafka_msg_partitioner_murmur2(NULL, key, len, Q, NULL, NULL);
@@ -293,7 +311,8 @@ static void growth_moves_keys_to_new_partitions_only(void **state)
         double sd_ideal = sqrt(k * ideal * (1 - ideal) + k * k * (Q - P) / ((double)Q * Q * V));
         print_message("growth %-7s %2d -> %2d: ring moved %6.2f%% (ideal %6.2f%%, arc share "
                       "%6.2f%%), murmur2 moved %6.2f%%\n",
-                      cases[c].profile, P, Q, 100.0 * (double)moved / k, 100.0 * ideal, 100.0 * s,
+                      cases[c].profile ? cases[c].profile : "(default)", P, Q,
+                      100.0 * (double)moved / k, 100.0 * ideal, 100.0 * s,
                       100.0 * (double)moved_murmur / k);
         assert_true(fabs((double)moved - k * s) <= 4 * sd_exact);
         assert_true(fabs((double)moved - k * ideal) <= 4 * sd_ideal);
@@ -319,11 +338,12 @@ static void option_errors(void **state)
         {"ringlane.profile", "nope", RL_EPROFILE,
          "ringlane.profile: unknown profile \"nope\" "
          "(valid: default, ds09"},
-        {"ringlane.vnodes", "0", RL_ERANGE, "ringlane.vnodes: expected an integer 1..65536"},
-        {"ringlane.vnodes", "65537", RL_ERANGE, "ringlane.vnodes: expected an integer 1..65536"},
+        {"ringlane.vnodes", "0", RL_ERANGE, "ringlane.vnodes: expected an integer 1..8388608"},
+        {"ringlane.vnodes", "8388609", RL_ERANGE,
+         "ringlane.vnodes: expected an integer 1..8388608"},
         {"ringlane.vnodes", "-1", RL_ERANGE, "got \"-1\""},
         {"ringlane.vnodes", "12x", RL_ERANGE, "got \"12x\""},
-        {"ringlane.vnodes", "99999999999999999999999", RL_ERANGE, "1..65536"},
+        {"ringlane.vnodes", "99999999999999999999999", RL_ERANGE, "1..8388608"},
         {"ringlane.null.key", "sticky", RL_ERANGE,
          "ringlane.null.key: expected \"random\" or a partition number 0..2147483646"},
         {"ringlane.null.key", "-1", RL_ERANGE, "ringlane.null.key"},
@@ -331,7 +351,7 @@ static void option_errors(void **state)
         {"ringlane.skip.unavailable", "yes", RL_ERANGE,
          "ringlane.skip.unavailable: expected true or false, got \"yes\""},
         {"ringlane.vnode", "3", RL_EINVAL, "ringlane.vnode: unknown ringlane property"},
-        {"vnodes", "0", RL_ERANGE, "vnodes: expected an integer 1..65536"},
+        {"vnodes", "0", RL_ERANGE, "vnodes: expected an integer 1..8388608"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         rl_kafka_partitioner_options before = o;
@@ -380,8 +400,9 @@ static void option_errors(void **state)
     rl_kafka_partitioner_options_init(&o);
     o.vnodes = 0;
     assert_int_equal(rl_kafka_partitioner_new(&o, &p), RL_EVNODES);
-    o.vnodes = RL_VNODES_MAX + 1;
+    o.vnodes = RL_VNODES_MAX + 1; /* over what the default profile (balanced) takes */
     assert_int_equal(rl_kafka_partitioner_new(&o, &p), RL_EVNODES);
+    assert_null(p);
     rl_kafka_partitioner_options_init(&o);
     o.null_key = (rl_kafka_null_key)7;
     assert_int_equal(rl_kafka_partitioner_new(&o, &p), RL_EINVAL);
@@ -392,7 +413,7 @@ static void option_errors(void **state)
     assert_rl_ok(rl_kafka_partitioner_new(&o, &p));
     rl_kafka_partitioner_options got;
     assert_rl_ok(rl_kafka_partitioner_get_options(p, &got));
-    assert_string_equal(got.profile, "default");
+    assert_string_equal(got.profile, RL_KAFKA_DEFAULT_PROFILE);
     assert_int_equal(got.null_key_partition, 3);
 
     /* Argument checks of the other entry points. */
@@ -412,6 +433,152 @@ static void option_errors(void **state)
     assert_int_equal(rl_kafka_partitioner_get_options(NULL, &got), RL_EINVAL);
     rl_kafka_partitioner_options_init(NULL);
     rl_kafka_partitioner_destroy(NULL);
+    rl_kafka_partitioner_destroy(p);
+}
+
+/* What a profile cannot build with is refused when the pair is complete, in either order, with
+ * the property, the value and the reason; what the CLI takes is taken (maglev's primes up to
+ * 5000011), and those partitioners route every key by their ring (no fallback). */
+static void option_combinations(void **state)
+{
+    (void)state;
+    char err[512];
+    const struct {
+        const char *profile, *vnodes, *skip; /* applied in this order, then the reverse */
+        int rc;
+        const char *says;
+    } bad[] = {
+        {"maglev", "65536", NULL, RL_EVNODES, "profile maglev takes a prime 2..5000011"},
+        {"maglev", "1000", NULL, RL_EVNODES, "got 1000"},
+        {"ketama", "3", NULL, RL_EVNODES, "profile ketama takes 5..65536 vnodes per partition"},
+        {"ketama", "4", NULL, RL_EVNODES, "got 4"},
+        {"jump", "1", NULL, RL_EVNODES, "profile jump has no vnodes"},
+        {"default", "65537", NULL, RL_EVNODES, "profile default takes 1..65536"},
+        {"balanced", "100000", NULL, RL_EVNODES, "profile balanced takes 1..65536"},
+        {"envoy", "8388608", "true", 0, NULL},
+        {"maglev", NULL, "true", RL_ENOTSUP, "profile maglev has no ring to walk"},
+        {"jump", NULL, "true", RL_ENOTSUP, "profile jump has no ring to walk"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        for (int reverse = 0; reverse < 2; reverse++) {
+            const char *names[3] = {"profile", "vnodes", "skip.unavailable"};
+            const char *values[3] = {bad[i].profile, bad[i].vnodes, bad[i].skip};
+            rl_kafka_partitioner_options o;
+            rl_kafka_partitioner_options_init(&o);
+            int rc = 0, set = 0;
+            for (int k = 0; k < 3 && rc == 0; k++) {
+                int at = reverse ? 2 - k : k;
+                if (!values[at])
+                    continue;
+                rl_kafka_partitioner_options before = o;
+                err[0] = 0;
+                rc = rl_kafka_partitioner_option_set(&o, names[at], values[at], err, sizeof err);
+                set++;
+                if (rc) {
+                    /* Refused by the second property of the pair, naming it and the reason. */
+                    assert_int_equal(set, 2);
+                    assert_memory_equal(&before, &o, sizeof o);
+                    if (!strstr(err, names[at]) || !strstr(err, bad[i].says))
+                        fail_msg("%s=%s said \"%s\", wanted \"%s\"", names[at], values[at], err,
+                                 bad[i].says);
+                }
+            }
+            assert_int_equal(rc, bad[i].rc);
+            rl_kafka_partitioner_t *p = NULL;
+            if (rc == 0) { /* a pair that goes together makes a partitioner */
+                assert_rl_ok(rl_kafka_partitioner_new(&o, &p));
+                rl_kafka_partitioner_destroy(p);
+            }
+        }
+        /* The struct given straight to the constructor: refused the same. */
+        rl_kafka_partitioner_options o;
+        rl_kafka_partitioner_options_init(&o);
+        o.profile = bad[i].profile;
+        o.vnodes = bad[i].vnodes ? (uint32_t)atol(bad[i].vnodes) : RL_VNODES_PROFILE;
+        o.skip_unavailable = bad[i].skip != NULL;
+        rl_kafka_partitioner_t *p = (rl_kafka_partitioner_t *)&o;
+        assert_int_equal(rl_kafka_partitioner_new(&o, &p), bad[i].rc);
+        if (bad[i].rc)
+            assert_null(p);
+        rl_kafka_partitioner_destroy(p);
+    }
+
+    /* vnodes without a profile: taken (a profile may follow), checked by the constructor
+     * against the default profile. */
+    rl_kafka_partitioner_options o;
+    rl_kafka_partitioner_options_init(&o);
+    assert_rl_ok(rl_kafka_partitioner_option_set(&o, "vnodes", "1000003", err, sizeof err));
+    rl_kafka_partitioner_t *p = NULL;
+    assert_int_equal(rl_kafka_partitioner_new(&o, &p), RL_EVNODES);
+    assert_rl_ok(rl_kafka_partitioner_option_set(&o, "profile", "maglev", err, sizeof err));
+
+    /* maglev with the CLI's tables, 65537 (its default) to 5000011: every key by the table. */
+    const char *primes[] = {"1000003", "65537", "5000011"};
+    char key[64];
+    for (size_t i = 0; i < 3; i++) {
+        assert_rl_ok(rl_kafka_partitioner_option_set(&o, "vnodes", primes[i], err, sizeof err));
+        assert_rl_ok(rl_kafka_partitioner_new(&o, &p));
+        rl_ring_t *ref = ref_partition_ring("maglev", (uint32_t)atol(primes[i]), 7);
+        for (uint64_t k = 0; k < 500; k++) {
+            size_t len = test_key(k, key, sizeof key);
+            int32_t got;
+            assert_rl_ok(rl_kafka_partitioner_partition(p, key, len, 7, &got));
+            assert_int_equal(got, ref_partition(ref, key, len));
+        }
+        rl_ring_free(ref);
+        rl_kafka_partitioner_stats st;
+        assert_rl_ok(rl_kafka_partitioner_stats_get(p, &st));
+        assert_int_equal(st.fallbacks, 0);
+        assert_int_equal(st.rings, 1);
+        rl_kafka_partitioner_destroy(p);
+    }
+    /* Every profile with its smallest and largest vnodes routes by its ring. */
+    for (size_t i = 0; i < rl_profile_count(); i++) {
+        const rl_profile_info *info = rl_profile_at(i);
+        if (strcmp(info->kind, "ring") != 0)
+            continue;
+        rl_kafka_partitioner_options_init(&o);
+        o.profile = info->name;
+        o.vnodes = info->min_vnodes;
+        assert_rl_ok(rl_kafka_partitioner_new(&o, &p));
+        for (int32_t n = 1; n <= 4; n++)
+            for (uint64_t k = 0; k < 50; k++) {
+                size_t len =
+                    (size_t)snprintf(key, sizeof key, "%04llx:%llu",
+                                     (unsigned long long)(k * 977 % 65536), (unsigned long long)k);
+                int32_t got;
+                assert_rl_ok(rl_kafka_partitioner_partition(p, key, len, n, &got));
+            }
+        rl_kafka_partitioner_stats st;
+        assert_rl_ok(rl_kafka_partitioner_stats_get(p, &st));
+        if (st.fallbacks != 0)
+            fail_msg("profile %s, vnodes %u: %llu fallbacks", info->name, o.vnodes,
+                     (unsigned long long)st.fallbacks);
+        rl_kafka_partitioner_destroy(p);
+    }
+}
+
+/* More partition counts than RL_KAFKA_RINGS_MAX: the rest are answered by xxh3 % count and
+ * counted, and asking again builds nothing (the full cache is remembered). jump keeps the
+ * 1024 rings small. */
+static void rings_max_falls_back(void **state)
+{
+    (void)state;
+    rl_kafka_partitioner_t *p = make("jump", RL_VNODES_PROFILE);
+    const rl_ring_t *ring;
+    for (int32_t n = 1; n <= (int32_t)RL_KAFKA_RINGS_MAX; n++)
+        assert_rl_ok(rl_kafka_partitioner_ring(p, n, &ring));
+    int32_t n = (int32_t)RL_KAFKA_RINGS_MAX + 1;
+    assert_int_equal(rl_kafka_partitioner_ring(p, n, &ring), RL_ERANGE);
+    for (int i = 0; i < 3; i++) {
+        int32_t got;
+        assert_rl_ok(rl_kafka_partitioner_partition(p, "k", 1, n, &got));
+        assert_int_equal(got, (int32_t)(rl_xxh3("k", 1) % (uint64_t)n));
+    }
+    rl_kafka_partitioner_stats st;
+    assert_rl_ok(rl_kafka_partitioner_stats_get(p, &st));
+    assert_int_equal(st.rings, RL_KAFKA_RINGS_MAX);
+    assert_int_equal(st.fallbacks, 3);
     rl_kafka_partitioner_destroy(p);
 }
 
@@ -450,7 +617,7 @@ static void concurrent_first_use(void **state)
     static int32_t expected[COUNTS][KEYS];
     char key[64];
     for (int32_t n = 1; n <= COUNTS; n++) {
-        rl_ring_t *ref = ref_partition_ring("default", RL_VNODES_PROFILE, n);
+        rl_ring_t *ref = ref_partition_ring(RL_KAFKA_DEFAULT_PROFILE, RL_VNODES_PROFILE, n);
         for (uint64_t i = 0; i < KEYS; i++) {
             size_t len = test_key(i, key, sizeof key);
             expected[n - 1][i] = ref_partition(ref, key, len);
@@ -458,7 +625,7 @@ static void concurrent_first_use(void **state)
         rl_ring_free(ref);
     }
     for (int trial = 0; trial < 3; trial++) {
-        rl_kafka_partitioner_t *p = make("default", RL_VNODES_PROFILE);
+        rl_kafka_partitioner_t *p = make(NULL, RL_VNODES_PROFILE);
         pthread_t t[THREADS];
         worker w[THREADS];
         for (unsigned i = 0; i < THREADS; i++) {
@@ -486,6 +653,8 @@ int main(void)
         cmocka_unit_test(null_key_policy),
         cmocka_unit_test(growth_moves_keys_to_new_partitions_only),
         cmocka_unit_test(option_errors),
+        cmocka_unit_test(option_combinations),
+        cmocka_unit_test(rings_max_falls_back),
         cmocka_unit_test(concurrent_first_use),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

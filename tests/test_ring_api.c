@@ -1,6 +1,11 @@
 /* The ring's API contract: argument checking, membership, replicas, zones, weights, stats. */
 #include "test_util.h"
 
+#include "ringlane/hash.h"
+#include "ringlane/profile.h"
+
+#include <math.h>
+
 static void build_errors(void **state)
 {
     (void)state;
@@ -98,7 +103,8 @@ static void too_many_points_refused_before_allocating(void **state)
             fail_msg("%s: %s, not RL_ETOOBIG", p->name, rl_err_name(b.rc));
         checked++;
     }
-    assert_int_equal(checked, 6); /* default, ds09, turnstone, xmur3, ketama, groupcache */
+    assert_int_equal(checked,
+                     7); /* default, ds09, turnstone, xmur3, ketama, groupcache, balanced */
 }
 
 static void change_errors(void **state)
@@ -349,11 +355,66 @@ static void turnstone_stats_count_buckets(void **state)
     rl_ring_free(r);
 }
 
+/* Which vnodes each profile builds with (the CLI and the partitioner ask the same function),
+ * and the balanced profile: equal shares, no weights, and an added member takes keys from the
+ * others only. */
+static void profile_vnodes_and_balanced(void **state)
+{
+    (void)state;
+    assert_int_equal(rl_profile_check_vnodes("ketama", 4), RL_EVNODES); /* 0 labels a server */
+    assert_rl_ok(rl_profile_check_vnodes("ketama", 5));
+    assert_int_equal(rl_profile_check_vnodes("maglev", 65536), RL_EVNODES);
+    assert_rl_ok(rl_profile_check_vnodes("maglev", 65537));
+    assert_rl_ok(rl_profile_check_vnodes("maglev", 5000011));
+    assert_int_equal(rl_profile_check_vnodes("maglev", 5000012), RL_EVNODES);
+    assert_int_equal(rl_profile_check_vnodes("default", 0), RL_EVNODES);
+    assert_int_equal(rl_profile_check_vnodes("default", RL_VNODES_MAX + 1), RL_EVNODES);
+    assert_rl_ok(rl_profile_check_vnodes(NULL, RL_VNODES_PROFILE));
+    assert_int_equal(rl_profile_check_vnodes("nope", 5), RL_EPROFILE);
+    rl_member m[6] = {{"a", 1, NULL}, {"b", 1, NULL}, {"c", 1, NULL},
+                      {"d", 1, NULL}, {"e", 1, NULL}, {"f", 1, NULL}};
+    rl_ring_options o;
+    rl_ring_options_init(&o);
+    o.profile = "ketama";
+    o.vnodes = 4;
+    rl_ring_t *r = (rl_ring_t *)&o;
+    assert_int_equal(rl_ring_build(m, 3, &o, &r), RL_EVNODES);
+    assert_null(r);
+
+    o.profile = "balanced";
+    o.vnodes = RL_VNODES_PROFILE;
+    m[1].weight = 2;
+    assert_int_equal(rl_ring_build(m, 3, &o, &r), RL_EWEIGHT);
+    m[1].weight = 1;
+    assert_rl_ok(rl_ring_build(m, 5, &o, &r));
+    rl_ring_stats st;
+    assert_rl_ok(rl_ring_stats_get(r, &st, NULL));
+    assert_true(fabs(st.max_mean_share - 1.0) < 1e-9); /* 5 members <= 64 vnodes: exact */
+    rl_ring_t *grown;
+    assert_rl_ok(rl_ring_add(r, &m[5], &grown));
+    uint64_t moved = 0;
+    for (uint64_t i = 0; i < 20000; i++) {
+        uint64_t h = rl_mix64(i); /* spread over the ring, fixed */
+        uint32_t x, y;
+        assert_rl_ok(rl_ring_lookup_hash(r, h, &x));
+        assert_rl_ok(rl_ring_lookup_hash(grown, h, &y));
+        if (x != y) {
+            assert_int_equal(y, 5);
+            moved++;
+        }
+    }
+    /* 1/6 of 20,000 is 3,333, sd sqrt(20000 * 1/6 * 5/6) = 52.7: within 4 sd. */
+    assert_true(fabs((double)moved - 20000.0 / 6) <= 4 * 52.7);
+    rl_ring_free(grown);
+    rl_ring_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(build_errors),
         cmocka_unit_test(too_many_points_refused_before_allocating),
+        cmocka_unit_test(profile_vnodes_and_balanced),
         cmocka_unit_test(change_errors),
         cmocka_unit_test(lookup_errors),
         cmocka_unit_test(inspection),

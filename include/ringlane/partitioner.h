@@ -42,15 +42,27 @@ typedef enum rl_kafka_null_key {
 
 #define RL_KAFKA_PARTITION_MAX 2147483646 /* the largest partition number an option accepts */
 #define RL_KAFKA_RINGS_MAX 1024u /* distinct partition counts one partitioner keeps rings for */
+#define RL_KAFKA_DEFAULT_PROFILE "balanced" /* the profile when none is given */
+#define RL_KAFKA_SKIP_GRACE_MS                                                                     \
+    1000 /* skip.unavailable: how long a partition must have been                                  \
+            unavailable before its keys go elsewhere */
+#define RL_KAFKA_VNODES_MAX                                                                        \
+    8388608u /* the largest vnodes any profile takes (envoy's ring size);                          \
+                each profile takes its own range (rl_profile_info) */
 
 typedef struct rl_kafka_partitioner_options {
-    const char *profile;        /* NULL = "default"; see rl_profile_find() */
-    uint32_t vnodes;            /* per partition, 1..RL_VNODES_MAX, or RL_VNODES_PROFILE */
+    const char *profile;        /* NULL = RL_KAFKA_DEFAULT_PROFILE ("balanced"); see
+                                   rl_profile_find(). "default" is ringlane 0.1's placement */
+    uint32_t vnodes;            /* per partition, the profile's range (min_vnodes..max_vnodes,
+                                   maglev: a prime; jump: none), or RL_VNODES_PROFILE */
     rl_kafka_null_key null_key; /* policy for NULL and empty keys */
     int32_t null_key_partition; /* with RL_KAFKA_NULL_KEY_FIXED: 0..RL_KAFKA_PARTITION_MAX */
-    int skip_unavailable;       /* nonzero: when the owner partition has no leader, walk
-                                   clockwise to the next available one (breaks per-key order
-                                   while the owner is down; off by default) */
+    int skip_unavailable;       /* nonzero: when the owner partition has been unavailable for
+                                   RL_KAFKA_SKIP_GRACE_MS, walk clockwise to the next available
+                                   one (breaks per-key order while the owner is down; off by
+                                   default). Until then its keys wait for it, as with skip off:
+                                   librdkafka reports every partition unavailable for a moment
+                                   after a client learns a topic, and during leader changes */
 } rl_kafka_partitioner_options;
 
 /* Counters since the partitioner was made (each read atomically; together not a snapshot). */
@@ -58,30 +70,40 @@ typedef struct rl_kafka_partitioner_stats {
     uint64_t rings;     /* rings built (one per partition count seen) */
     uint64_t null_keys; /* calls that followed the null-key policy */
     uint64_t skipped;   /* calls that skipped an unavailable owner partition */
-    uint64_t fallbacks; /* calls answered by hash % partition_cnt because no ring could be had
-                           (more than RL_POINTS_MAX points, RL_KAFKA_RINGS_MAX partition
-                           counts, or out of memory) */
+    uint64_t fallbacks; /* calls answered by xxh3(key) % partition_cnt because no ring could be
+                           had for their partition count: more than RL_POINTS_MAX points (a
+                           partition count the options cannot serve), more than
+                           RL_KAFKA_RINGS_MAX partition counts, or out of memory. A failed
+                           build is remembered (out of memory: retried at most once a second),
+                           never retried on every call */
 } rl_kafka_partitioner_stats;
 
-/* Fills opts with: profile "default", the profile's vnodes, random partitions for NULL and
- * empty keys, skip.unavailable off. */
+/* Fills opts with: no profile (RL_KAFKA_DEFAULT_PROFILE), the profile's vnodes, random
+ * partitions for NULL and empty keys, skip.unavailable off. */
 RL_EXTERN void rl_kafka_partitioner_options_init(rl_kafka_partitioner_options *opts);
 
 /* Applies one property by name to opts, as the plugin does for "ringlane.<name>":
  *   profile            a profile name (rl_profile_at lists them)
- *   vnodes             1..65536
+ *   vnodes             1..RL_KAFKA_VNODES_MAX; with a profile set, the profile's range
  *   null.key           "random" or a partition number 0..RL_KAFKA_PARTITION_MAX
  *   skip.unavailable   "true" or "false" (also "1", "0")
- * value NULL or "" restores the default (librdkafka passes an empty value as NULL). On error
- * returns RL_EINVAL (unknown name, NULL opts or name), RL_EPROFILE or RL_ERANGE, leaves opts
- * unchanged and writes a one-line message naming the property and its valid values to errstr (when
- * errstr_size > 0). */
+ * value NULL or "" restores the default (librdkafka passes an empty value as NULL). Values
+ * that do not go together are refused by whichever property completes the pair: a profile
+ * whose vnodes range excludes the vnodes set (maglev: not a prime; ketama: below 5; jump: any
+ * vnodes), skip.unavailable with a profile that is not a ring (maglev, jump). vnodes set while
+ * no profile is set is checked against the default profile by rl_kafka_partitioner_new (a
+ * profile may still follow). On error returns RL_EINVAL (unknown name, NULL opts or name),
+ * RL_EPROFILE, RL_ERANGE (a value that is no value of the property), RL_EVNODES or RL_ENOTSUP
+ * (a pair that does not go together), leaves opts unchanged and writes a one-line message
+ * naming the property, the value and why to errstr (when errstr_size > 0). */
 RL_EXTERN int rl_kafka_partitioner_option_set(rl_kafka_partitioner_options *opts, const char *name,
                                               const char *value, char *errstr, size_t errstr_size);
 
 /* Makes a partitioner; opts NULL means the defaults. The profile name is resolved here, so
- * opts need not outlive the call. Errors: RL_EINVAL (NULL out, bad null_key),
- * RL_EPROFILE, RL_EVNODES, RL_ERANGE (null_key_partition), RL_ENOMEM; *out is NULL then. */
+ * opts need not outlive the call. Every option and pair that cannot give a working ring is
+ * refused: RL_EINVAL (NULL out, bad null_key), RL_EPROFILE, RL_EVNODES (vnodes outside the
+ * profile's range, not a prime for maglev, any for jump), RL_ENOTSUP (skip_unavailable with
+ * maglev or jump), RL_ERANGE (null_key_partition), RL_ENOMEM; *out is NULL then. */
 RL_EXTERN int rl_kafka_partitioner_new(const rl_kafka_partitioner_options *opts,
                                        rl_kafka_partitioner_t **out);
 

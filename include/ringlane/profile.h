@@ -28,11 +28,18 @@ typedef struct rl_profile_info {
                                 maglev, whose vnodes is its prime table size) */
     const char *kind;        /* "ring" (points on a circle), "table" (maglev's lookup table) or
                                 "computed" (jump: no state but the member count) */
+    uint32_t min_vnodes;     /* the smallest vnodes the profile accepts (1 but for ketama, whose
+                                servers get vnodes / 4 labels: at least 5 for one each) */
 } rl_profile_info;
 
 RL_EXTERN size_t rl_profile_count(void);
 RL_EXTERN const rl_profile_info *rl_profile_at(size_t i);           /* NULL if out of range */
 RL_EXTERN const rl_profile_info *rl_profile_find(const char *name); /* NULL if unknown */
+
+/* Whether the profile `name` (NULL: "default") builds rings with `vnodes` per unit of weight
+ * (RL_VNODES_PROFILE: its default): 0, RL_EPROFILE, or RL_EVNODES when vnodes is outside
+ * min_vnodes..max_vnodes or, for maglev, not a prime. rl_ring_build checks the same. */
+RL_EXTERN int rl_profile_check_vnodes(const char *name, uint32_t vnodes);
 
 #ifdef __cplusplus
 }

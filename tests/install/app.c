@@ -50,7 +50,10 @@ int main(void)
         m[i] = (rl_member){.name = names[i], .weight = 1};
     }
     rl_ring_t *ring = NULL;
-    CHECK(rl_ring_build(m, 6, NULL, &ring) == 0);
+    rl_ring_options ro;
+    rl_ring_options_init(&ro);
+    ro.profile = RL_KAFKA_DEFAULT_PROFILE; /* the partitioner's */
+    CHECK(rl_ring_build(m, 6, &ro, &ring) == 0);
     uint32_t node = 0;
     CHECK(rl_ring_lookup(ring, key, strlen(key), &node) == 0);
 

@@ -5,6 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The Kafka partitioner's default profile (RL_KAFKA_DEFAULT_PROFILE in ringlane/partitioner.h;
+ * tests/test_partitioner.c checks that both answer alike). */
+#define PARTITIONS_PROFILE "balanced"
+
 static const char usage[] =
     "usage: ringlane route [--profile P] [--vnodes V] (--nodes SPEC | --partitions N)\n"
     "                      [--replicas R [--zones NAME=ZONE,...]] [--bounded C [--loads "
@@ -12,10 +16,13 @@ static const char usage[] =
     "\n"
     "Reads keys from stdin, one per line (the line without its newline is the key), and prints\n"
     "<key><TAB><node> for each. SPEC is NAME[=WEIGHT],... e.g. a,b=2,c.\n"
-    "  --profile P      ring profile (ringlane profiles lists them; default: default);\n"
+    "  --profile P      ring profile (ringlane profiles lists them; default: default, and\n"
+    "                   balanced with --partitions, as the Kafka partitioner);\n"
     "                   maglev and jump take neither --replicas nor --bounded\n"
     "  --vnodes V       vnodes per unit of weight (default: the profile's)\n"
-    "  --partitions N   the nodes are the partitions 0..N-1: the ring of the Kafka partitioner\n"
+    "  --partitions N   the nodes are the partitions 0..N-1, in order: the ring of the Kafka\n"
+    "                   partitioner (profile default: balanced; --profile default gives\n"
+    "                   ringlane 0.1's placement)\n"
     "  --replicas R     print the first R distinct nodes clockwise: <key><TAB><n1>,<n2>,...\n"
     "  --zones MAP      with --replicas: members' zones; picks distinct zones first\n"
     "  --bounded C      bounded loads with factor C: keys are placed in input order, each\n"
@@ -69,6 +76,8 @@ int cmd_route(int argc, char **argv)
     if (rc)
         return rc;
     uint32_t vnodes;
+    if (partitions_s && !profile)
+        profile = PARTITIONS_PROFILE;
     if ((rc = cli_check_profile(cmd, profile)) || (rc = cli_parse_vnodes(cmd, vnodes_s, &vnodes)))
         return rc;
     if (!nodes_s == !partitions_s)
