@@ -386,8 +386,8 @@ static int find_segment(int f, int p, unsigned gen, uint64_t t)
         if (segs[i].file == f && segs[i].partition == p && segs[i].gen == gen)
             return (int)i;
     anomalies++;
-    REPORT(REP_ANOMALY, "%s: partition %d generation %u handled without an A line\n",
-           files[f].path, p, gen);
+    REPORT(REP_ANOMALY, "%s: partition %d generation %u handled without an A line\n", files[f].path,
+           p, gen);
     return new_segment(f, p, gen, t);
 }
 
@@ -502,8 +502,8 @@ static void read_consumer(int f)
             }
             break;
         case 'C':
-            ok = sscanf(line, "C %llu %d %" SCNd64, &t, &p, &o) == 3 && p >= 0 &&
-                 p < PARTITIONS_MAX;
+            ok =
+                sscanf(line, "C %llu %d %" SCNd64, &t, &p, &o) == 3 && p >= 0 && p < PARTITIONS_MAX;
             if (ok) {
                 int s = cf->open_seg[p];
                 if (s >= 0 && o > segs[s].last_commit)
@@ -654,8 +654,7 @@ int main(int argc, char **argv)
                 violations++;
                 REPORT(REP_ORDER,
                        "%s: user:%d at offset %" PRId64 " after offset %" PRId64
-                       " in one assignment of partition %d (its next message is at %" PRId64
-                       ")\n",
+                       " in one assignment of partition %d (its next message is at %" PRId64 ")\n",
                        files[r->file].path, r->kidx, r->offset, slot->last, r->partition, want);
             }
         } else {
@@ -739,10 +738,9 @@ int main(int argc, char **argv)
                     const segment *prev = &segs[recs[order[i - 1]].seg];
                     REPORT(REP_DUP,
                            "duplicate without a cause: partition %d offset %" PRId64
-                           " in %s after %s (its assignment ended '%c', last commit %" PRId64
-                           ")\n",
-                           p, o, files[segs[recs[order[i]].seg].file].path,
-                           files[prev->file].path, prev->end, prev->last_commit);
+                           " in %s after %s (its assignment ended '%c', last commit %" PRId64 ")\n",
+                           p, o, files[segs[recs[order[i]].seg].file].path, files[prev->file].path,
+                           prev->end, prev->last_commit);
                 }
             }
         }
@@ -800,10 +798,9 @@ int main(int argc, char **argv)
         printf("  notes               %ld last lines cut by a kill, %ld anomalies\n", cut,
                anomalies);
     bool pass = lost == 0 && violations == 0 && mismatches == 0 && commits_unsound == 0 &&
-                dups[DUP_UNEXPLAINED] == 0 && anomalies == 0 && nkilled > 0 &&
-                produced_total > 0;
-    printf("  result: %s\n", pass ? "order, completeness and commits hold (exit 0)"
-                                  : "FAILED (exit 1)");
+                dups[DUP_UNEXPLAINED] == 0 && anomalies == 0 && nkilled > 0 && produced_total > 0;
+    printf("  result: %s\n",
+           pass ? "order, completeness and commits hold (exit 0)" : "FAILED (exit 1)");
     for (int p = 0; p < PARTITIONS_MAX; p++) {
         free(prefix[p]);
         free(prod[p]);
