@@ -550,7 +550,7 @@ static int cmp_rec_t(const void *a, const void *b)
 
 static bool seg_handled(const segment *s, int64_t o)
 {
-    return bsearch(&o, s->offsets, s->noffsets, sizeof *s->offsets, cmp_i64) != NULL;
+    return s->noffsets && bsearch(&o, s->offsets, s->noffsets, sizeof *s->offsets, cmp_i64);
 }
 
 enum { DUP_KILL, DUP_REFUSED, DUP_TAKEN_BACK, DUP_UNEXPLAINED, DUP_KINDS };
@@ -581,6 +581,22 @@ static int dup_cause(int prev, int now, int64_t o)
         if (!seg_handled(s, x))
             return DUP_TAKEN_BACK;
     return DUP_UNEXPLAINED;
+}
+
+static void free_all(void)
+{
+    for (int p = 0; p < PARTITIONS_MAX; p++) {
+        free(prod[p]);
+        free(prod_has[p]);
+    }
+    for (size_t s = 0; s < nsegs; s++)
+        free(segs[s].offsets);
+    free(segs);
+    free(recs);
+    free(files);
+    free(commits);
+    free(seqtab);
+    free(acks);
 }
 
 int main(int argc, char **argv)
@@ -621,6 +637,8 @@ int main(int argc, char **argv)
             }
     if (progress) {
         printf("handled %ld of %ld produced events\n", handled_offsets, produced_total);
+        free(killed_pids);
+        free_all();
         return handled_offsets == produced_total && produced_total > 0 ? 0 : 1;
     }
 
@@ -714,7 +732,8 @@ int main(int argc, char **argv)
 
     /* 4. Duplicates and their causes. */
     for (size_t s = 0; s < nsegs; s++)
-        qsort(segs[s].offsets, segs[s].noffsets, sizeof *segs[s].offsets, cmp_i64);
+        if (segs[s].noffsets)
+            qsort(segs[s].offsets, segs[s].noffsets, sizeof *segs[s].offsets, cmp_i64);
     long dups[DUP_KINDS] = {0};
     int *order = NULL;
     size_t order_cap = 0;
@@ -801,18 +820,9 @@ int main(int argc, char **argv)
                 dups[DUP_UNEXPLAINED] == 0 && anomalies == 0 && nkilled > 0 && produced_total > 0;
     printf("  result: %s\n",
            pass ? "order, completeness and commits hold (exit 0)" : "FAILED (exit 1)");
-    for (int p = 0; p < PARTITIONS_MAX; p++) {
+    for (int p = 0; p < PARTITIONS_MAX; p++)
         free(prefix[p]);
-        free(prod[p]);
-        free(prod_has[p]);
-    }
-    for (size_t s = 0; s < nsegs; s++)
-        free(segs[s].offsets);
-    free(segs);
-    free(recs);
-    free(files);
-    free(commits);
-    free(seqtab);
     free(killed_pids);
+    free_all();
     return pass ? 0 : 1;
 }
