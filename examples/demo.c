@@ -1,10 +1,10 @@
 /* ringlane-demo: the whole pipeline in one command.
  *
- *   ringlane-demo [--role all|producer|consumer] [--bootstrap-servers LIST] [--topic T]
- *                 [--partitions N] [--keys K] [--messages M] [--rate R] [--group G]
- *                 [--lanes N] [--assignor cooperative-sticky|range] [--dlq-topic T]
- *                 [--work-us U] [--idle-exit S] [--replication-factor F] [--cycles N]
- *                 [--no-progress]
+ *   ringlane-demo [--role all|producer|consumer|cluster] [--bootstrap-servers LIST]
+ *                 [--topic T] [--partitions N] [--keys K] [--messages M] [--rate R]
+ *                 [--group G] [--name NAME] [--lanes N] [--assignor cooperative-sticky|range]
+ *                 [--dlq-topic T] [--work-us U] [--idle-exit S] [--replication-factor F]
+ *                 [--session-timeout-ms MS] [--cycles N] [--record FILE] [--no-progress]
  *
  * Without --bootstrap-servers it starts librdkafka's mock cluster in this process (3 brokers on
  * 127.0.0.1, a topic of 6 partitions): nothing to install. With --role all (the default) a
@@ -17,11 +17,17 @@
  * moved, and the throughput. Exit status 0 only when order and completeness hold.
  *
  * --role producer and --role consumer run one side only (docker-compose.yml runs them against
- * a real Kafka cluster). */
+ * a real Kafka cluster). --role cluster runs only librdkafka's mock cluster, for producer and
+ * consumer processes of their own: it prints its bootstrap servers on stdout, then takes
+ * commands on stdin, one a line ("down N", "up N" for broker N, "topic NAME PARTITIONS",
+ * "quit"), and answers each with one line ("ok ..." or "error ..."). --record FILE writes what
+ * the process produced, handled and saw committed (the format is in demo.h); the
+ * process-cluster test in tests/cluster/ checks those files. */
 #define _POSIX_C_SOURCE 200809L
 #include "demo.h"
 
 #include <librdkafka/rdkafka_mock.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -76,11 +82,16 @@ rd_kafka_conf_t *demo_consumer_conf(demo *a)
     set(conf, "auto.offset.reset", "earliest");
     set(conf, "partition.assignment.strategy", a->assignor);
     set(conf, "fetch.wait.max.ms", a->mock_mode ? "20" : "100");
-    if (a->mock_mode) {
-        /* The mock coordinator waits about session.timeout.ms - 1 s for members to rejoin. */
-        set(conf, "session.timeout.ms", "2500");
-        set(conf, "heartbeat.interval.ms", "200");
+    if (a->mock_mode)
         set(conf, "topic.metadata.refresh.interval.ms", "1000");
+    if (a->session_timeout_ms) {
+        /* The mock coordinator waits about session.timeout.ms - 1 s for members to rejoin. */
+        char ms[16];
+        snprintf(ms, sizeof ms, "%d", a->session_timeout_ms);
+        set(conf, "session.timeout.ms", ms);
+        int heartbeat = a->session_timeout_ms * 2 / 25; /* 200 ms at 2500 */
+        snprintf(ms, sizeof ms, "%d", heartbeat > 100 ? heartbeat : 100);
+        set(conf, "heartbeat.interval.ms", ms);
     }
     rd_kafka_conf_set_log_cb(conf, quiet_log);
     return conf;
@@ -90,15 +101,21 @@ rd_kafka_conf_t *demo_consumer_conf(demo *a)
 
 static void usage(FILE *f)
 {
-    fputs("usage: ringlane-demo [--role all|producer|consumer] [--bootstrap-servers LIST]\n"
+    fputs("usage: ringlane-demo [--role all|producer|consumer|cluster] [--bootstrap-servers LIST]\n"
           "         [--topic T] [--partitions N] [--keys K] [--messages M] [--rate R]\n"
-          "         [--group G] [--lanes N] [--assignor cooperative-sticky|range]\n"
+          "         [--group G] [--name NAME] [--lanes N] [--assignor cooperative-sticky|range]\n"
           "         [--dlq-topic T] [--work-us U] [--idle-exit S] [--replication-factor F]\n"
-          "         [--cycles N] [--no-progress]\n"
+          "         [--session-timeout-ms MS] [--cycles N] [--record FILE] [--no-progress]\n"
           "Without --bootstrap-servers: librdkafka's mock cluster (3 brokers) in this process.\n"
-          "--rate 0 produces as fast as possible; --idle-exit S ends a consumer after S idle\n"
-          "seconds (0: run until SIGINT/SIGTERM). --cycles N runs the changes N times over the\n"
-          "run (for soaks; the table lists the first cycle's).\n",
+          "--role cluster runs only that mock cluster: it prints its bootstrap servers, then\n"
+          "reads commands on stdin: down N, up N (broker N), topic NAME PARTITIONS, quit.\n"
+          "--rate 0 produces as fast as possible; --idle-exit S ends a consumer after S\n"
+          "seconds without an event, counted from its start (0: run until SIGINT/SIGTERM).\n"
+          "--name names a consumer run alone (default consumer-<pid>). --session-timeout-ms\n"
+          "sets the group's session timeout (2500 on the mock cluster in this process).\n"
+          "--record FILE appends what the process produced, handled and saw committed.\n"
+          "--cycles N runs the changes N times over the run (for soaks; the table lists the\n"
+          "first cycle's).\n",
           f);
 }
 
@@ -139,7 +156,17 @@ static int parse_args(int argc, char **argv)
             bad = 1;
         } else if (strcmp(a, "--role") == 0) {
             app.role = v;
-            bad = strcmp(v, "all") && strcmp(v, "producer") && strcmp(v, "consumer");
+            bad = strcmp(v, "all") && strcmp(v, "producer") && strcmp(v, "consumer") &&
+                  strcmp(v, "cluster");
+        } else if (strcmp(a, "--name") == 0) {
+            app.name = v;
+            bad = !*v || strlen(v) > 31;
+        } else if (strcmp(a, "--record") == 0) {
+            app.record = v;
+            bad = !*v;
+        } else if (strcmp(a, "--session-timeout-ms") == 0) {
+            bad = parse_long(v, 1000, 3600000, &n);
+            app.session_timeout_ms = (int)n;
         } else if (strcmp(a, "--bootstrap-servers") == 0) {
             app.servers = v;
         } else if (strcmp(a, "--topic") == 0) {
@@ -188,6 +215,13 @@ static int parse_args(int argc, char **argv)
         i++;
     }
     app.mock_mode = app.servers == NULL;
+    if (strcmp(app.role, "cluster") == 0 && app.servers) {
+        fprintf(stderr,
+                "ringlane-demo: --role cluster is the mock cluster: no --bootstrap-servers\n");
+        return -1;
+    }
+    if (app.mock_mode && !app.session_timeout_ms)
+        app.session_timeout_ms = 2500;
     for (int i = 0; i < app.lanes; i++) {
         snprintf(app.lane_buf[i], sizeof app.lane_buf[i], "lane-%c", 'a' + i);
         app.lane_names[i] = app.lane_buf[i];
@@ -238,6 +272,8 @@ static rd_kafka_t *admin_client(void)
     char err[256];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     set(conf, "bootstrap.servers", app.servers);
+    /* Asking for a missing topic's metadata must not create it with the broker's defaults. */
+    set(conf, "allow.auto.create.topics", "false");
     rd_kafka_conf_set_log_cb(conf, quiet_log);
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
     if (!rk)
@@ -293,19 +329,29 @@ static int partition_count(rd_kafka_t *rk, const char *topic)
     return n;
 }
 
+/* The producer's and the whole demo's topics, on a real cluster: made when missing. A consumer
+ * alone (--role consumer) makes none and waits for nothing: it subscribes, and the group hands
+ * it partitions once the topic exists (docker-compose.yml creates the topics first). */
 static int prepare_real_cluster(void)
 {
+    if (strcmp(app.role, "consumer") == 0)
+        return 0;
     rd_kafka_t *rk = admin_client();
     if (!rk)
         return -1;
-    /* A failed creation is not the end: the topic may exist already, or the cluster may
-     * create it on first use; its partition count decides. */
-    create_topic(rk, app.topic, app.partitions);
-    if (strcmp(app.role, "producer") != 0)
-        create_topic(rk, app.dlq_topic, 1);
+    /* Existing topics are asked for first, so that a cluster that never answers a creation
+     * (librdkafka's mock cluster, in a process of its own) holds nobody back. A failed
+     * creation is not the end: the cluster may create the topic on first use; its partition
+     * count decides. */
     int n = partition_count(rk, app.topic);
-    if (strcmp(app.role, "producer") != 0)
+    if (n < 1) {
+        create_topic(rk, app.topic, app.partitions);
+        n = partition_count(rk, app.topic);
+    }
+    if (strcmp(app.role, "producer") != 0 && partition_count(rk, app.dlq_topic) < 1) {
+        create_topic(rk, app.dlq_topic, 1);
         partition_count(rk, app.dlq_topic);
+    }
     rd_kafka_destroy(rk);
     if (n < 1 || n > DEMO_PARTITIONS_MAX) {
         fprintf(stderr, "ringlane-demo: cannot learn the partitions of %s\n", app.topic);
@@ -809,6 +855,42 @@ static int run_producer(void)
     return rc;
 }
 
+/* --role cluster: the mock cluster alone, steered by commands on stdin. */
+static int run_cluster(void)
+{
+    printf("bootstrap.servers %s\n", app.servers);
+    fflush(stdout);
+    char line[512];
+    while (!atomic_load(&app.stop) && fgets(line, sizeof line, stdin)) {
+        char cmd[16] = "", name[256] = "";
+        int n = 0, fields = sscanf(line, "%15s %255s %d", cmd, name, &n);
+        int broker = fields >= 2 ? atoi(name) : 0;
+        rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__INVALID_ARG;
+        if (fields < 1) {
+            continue;
+        } else if (strcmp(cmd, "quit") == 0) {
+            printf("ok quit\n");
+            break;
+        } else if ((strcmp(cmd, "down") == 0 || strcmp(cmd, "up") == 0) && fields == 2 &&
+                   broker >= 1 && broker <= MOCK_BROKERS) {
+            err = strcmp(cmd, "down") == 0 ? rd_kafka_mock_broker_set_down(mock, broker)
+                                           : rd_kafka_mock_broker_set_up(mock, broker);
+        } else if (strcmp(cmd, "topic") == 0 && fields == 3 && n >= 1 && n <= DEMO_PARTITIONS_MAX) {
+            err = rd_kafka_mock_topic_create(mock, name, n, MOCK_BROKERS);
+        }
+        line[strcspn(line, "\r\n")] = '\0';
+        if (err)
+            printf("error %s: %s\n", line,
+                   err == RD_KAFKA_RESP_ERR__INVALID_ARG
+                       ? "expected down N, up N (N = 1..3), topic NAME PARTITIONS or quit"
+                       : rd_kafka_err2str(err));
+        else
+            printf("ok %s\n", line);
+        fflush(stdout);
+    }
+    return 0;
+}
+
 static int run_consumer(void)
 {
     demo_check *ck = &app.check;
@@ -826,8 +908,9 @@ static int run_consumer(void)
         if (h != last) {
             last = h;
             last_progress = now;
-        } else if (app.idle_exit_s && h > 0 &&
+        } else if (app.idle_exit_s &&
                    now - last_progress > (uint64_t)app.idle_exit_s * 1000000000u) {
+            /* Idle since the last event, or since the start when there was none. */
             break;
         }
         if (now - last_line > 5000000000u) {
@@ -855,8 +938,16 @@ int main(int argc, char **argv)
 {
     t0 = demo_now_ns();
     app.run = (uint64_t)time(NULL) << 20 ^ (uint64_t)getpid() ^ (t0 & 0xfffff);
+    app.record_fd = -1;
     if (parse_args(argc, argv) != 0)
         return 2;
+    if (app.record) {
+        app.record_fd = open(app.record, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (app.record_fd < 0) {
+            fprintf(stderr, "ringlane-demo: --record %s: cannot open it\n", app.record);
+            return 2;
+        }
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -878,17 +969,31 @@ int main(int argc, char **argv)
         printf("mock cluster: %d brokers on %s; topic %s: %d partitions (leaders on brokers "
                "1..3)\n",
                MOCK_BROKERS, app.servers, app.topic, app.partitions);
-    if (!consumer_role)
+    bool cluster_role = strcmp(app.role, "cluster") == 0;
+    if (!consumer_role && !cluster_role)
         printf("producer: %ld events over keys user:0..user:%d at %ld/s (0: unlimited) to %s\n",
                app.messages, app.keys - 1, app.rate, app.topic);
-    if (strcmp(app.role, "producer") != 0)
+    if (strcmp(app.role, "producer") != 0 && !cluster_role)
         printf("consumers: group %s, %s, %d lanes each (%s..lane-%c), dead letters to %s\n",
                app.group, app.assignor, app.lanes, app.lane_names[0], 'a' + app.lanes - 1,
                app.dlq_topic);
     fflush(stdout);
 
+    if (app.record_fd >= 0) {
+        const char *who = strcmp(app.role, "producer") == 0 ? "producer" : app.role;
+        if (consumer_role)
+            who = app.name ? app.name : NULL;
+        if (who)
+            demo_record(&app, "N %" PRIu64 " %s %ld", demo_now_ns(), who, (long)getpid());
+        else
+            demo_record(&app, "N %" PRIu64 " consumer-%ld %ld", demo_now_ns(), (long)getpid(),
+                        (long)getpid());
+    }
+
     int rc;
-    if (strcmp(app.role, "producer") == 0)
+    if (cluster_role)
+        rc = run_cluster();
+    else if (strcmp(app.role, "producer") == 0)
         rc = run_producer();
     else if (consumer_role)
         rc = run_consumer();
@@ -901,5 +1006,7 @@ int main(int argc, char **argv)
     }
     demo_check_free(&app.check);
     uv_mutex_destroy(&app.mu);
+    if (app.record_fd >= 0)
+        close(app.record_fd);
     return rc;
 }

@@ -57,7 +57,7 @@ enum { DEMO_CMD_NONE, DEMO_CMD_CLOSE, DEMO_CMD_ADD_LANE, DEMO_CMD_REMOVE_LANE, D
 
 typedef struct demo_consumer {
     struct demo *app;
-    int index; /* 0, 1: its name is consumer-<index+1> */
+    int index; /* 0, 1: its name is consumer-<index+1> (--name, or consumer-<pid>, alone) */
     char name[32];
     uv_thread_t thread;
     uv_loop_t loop;
@@ -75,6 +75,11 @@ typedef struct demo_consumer {
     char stats_json[16384];  /* the last DEMO_CMD_STATS */
     long dead_letters, errors;
     char last_error[256];
+    /* --record: the commits and refusals written so far (loop thread) */
+    uv_timer_t record_timer;
+    bool record_timer_on;
+    int64_t recorded_commit[DEMO_PARTITIONS_MAX];
+    uint64_t recorded_failures;
 } demo_consumer;
 
 int demo_consumer_start(demo_consumer *dc, struct demo *app, int index);
@@ -108,7 +113,11 @@ typedef struct demo {
     int partitions, keys, lanes, replication;
     long messages, rate;
     int work_us, idle_exit_s;
-    int cycles; /* times the change script runs over the run (--cycles) */
+    int session_timeout_ms; /* 0: librdkafka's default (2500 on the mock cluster here) */
+    const char *name;       /* --name: the consumer's name when it runs alone */
+    const char *record;     /* --record FILE: what this process produced or handled */
+    int record_fd;          /* -1: none */
+    int cycles;             /* times the change script runs over the run (--cycles) */
     bool progress, mock_mode;
     uint64_t run;
     char group_buf[64], dlq_buf[300];
@@ -127,5 +136,32 @@ rd_kafka_conf_t *demo_consumer_conf(demo *app);
 int demo_key(int k, char *buf, size_t size);
 uint64_t demo_now_ns(void);
 void demo_sleep_ms(unsigned ms);
+
+/* --- the record file (--record) ---
+ *
+ * One line per fact, written with one write(2) each, so that a line is in the file (the
+ * kernel's) as soon as the call returns, even if the process is killed right after; only a
+ * kill in the middle of a write can leave a last line cut short. Times are CLOCK_MONOTONIC
+ * nanoseconds (uv_hrtime), one clock for every process of the machine:
+ *
+ *   N <t> <name> <pid>                        who writes this file
+ *   P <t> <key> <seq> <partition> <offset>     produced and acknowledged (delivery report)
+ *   A <t> <partition> <generation>             assigned here (the generation counts them)
+ *   R <t> <partition> / L <t> <partition>      revoked (after its final commit) / lost
+ *   H <t> <key> <seq> <partition> <offset> <generation>   handled (written before the
+ *                                                         handler returns)
+ *   D <t> <key> <seq> <partition> <offset>     dead-lettered (before its offset completes)
+ *   C <t> <partition> <offset>                 a commit the group acknowledged
+ *   F <t> <count>                              commits refused so far (when it grows)
+ *
+ * Keys without a key are "-", keys that are not short printable text "?"; events without a
+ * sequence number (the poison, keyless and oversized ones) have seq -1. */
+void demo_record(demo *app, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* The key and sequence number of a message as the record file writes them. */
+void demo_record_key(const rd_kafka_message_t *m, char *key, size_t size, long long *seq);
 
 #endif

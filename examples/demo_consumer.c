@@ -3,21 +3,71 @@
 #define _POSIX_C_SOURCE 200809L
 #include "demo.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int handle_event(rl_consumer_t *c, const rd_kafka_message_t *m, uint32_t attempt)
 {
     (void)attempt;
     demo_consumer *dc = rl_consumer_get_data(c);
-    return demo_check_message(&dc->app->check, m);
+    demo *app = dc->app;
+    /* The assignment this message belongs to, read before the work (see demo_record). */
+    bool in_range = m->partition >= 0 && m->partition < DEMO_PARTITIONS_MAX;
+    unsigned gen = in_range ? atomic_load(&app->check.part_gen[m->partition]) : 0;
+    int rc = demo_check_message(&app->check, m);
+    if (rc == 0 && app->record_fd >= 0) {
+        char key[72];
+        long long seq;
+        demo_record_key(m, key, sizeof key, &seq);
+        demo_record(app, "H %" PRIu64 " %s %lld %d %" PRId64 " %u", demo_now_ns(), key, seq,
+                    (int)m->partition, m->offset, gen);
+    }
+    return rc;
+}
+
+/* Writes the commits the group acknowledged since the last call (C), and the refused ones'
+ * count when it grew (F). Loop thread. */
+static void record_commits(demo_consumer *dc)
+{
+    if (dc->app->record_fd < 0 || !dc->c)
+        return;
+    rl_consumer_stats s;
+    rl_consumer_partition_stats parts[DEMO_PARTITIONS_MAX];
+    size_t n = 0;
+    if (rl_consumer_stats_get(dc->c, &s, parts, DEMO_PARTITIONS_MAX, &n) != 0)
+        return;
+    uint64_t now = demo_now_ns();
+    for (size_t i = 0; i < n && i < DEMO_PARTITIONS_MAX; i++) {
+        int32_t p = parts[i].partition;
+        if (p < 0 || p >= DEMO_PARTITIONS_MAX || strcmp(parts[i].topic, dc->app->topic) != 0)
+            continue;
+        if (parts[i].committed >= 0 && parts[i].committed > dc->recorded_commit[p]) {
+            dc->recorded_commit[p] = parts[i].committed;
+            demo_record(dc->app, "C %" PRIu64 " %d %" PRId64, now, (int)p, parts[i].committed);
+        }
+    }
+    if (s.commit_failures > dc->recorded_failures) {
+        dc->recorded_failures = s.commit_failures;
+        demo_record(dc->app, "F %" PRIu64 " %" PRIu64, now, s.commit_failures);
+    }
+}
+
+static void on_record_timer(uv_timer_t *t)
+{
+    record_commits(t->data);
 }
 
 static void on_rebalance(rl_consumer_t *c, int event, const rd_kafka_topic_partition_list_t *l)
 {
     demo_consumer *dc = rl_consumer_get_data(c);
     demo *app = dc->app;
+    /* A revoke has made its final commit by now: write it before the partitions go. */
+    if (event != RL_CONSUMER_ASSIGNED)
+        record_commits(dc);
+    uint64_t now = demo_now_ns();
     uv_mutex_lock(&app->mu);
     for (int i = 0; i < l->cnt; i++) {
         int32_t p = l->elems[i].partition;
@@ -25,9 +75,14 @@ static void on_rebalance(rl_consumer_t *c, int event, const rd_kafka_topic_parti
             continue;
         if (event == RL_CONSUMER_ASSIGNED) {
             app->owner[p] = dc->index;
-            atomic_fetch_add(&app->check.part_gen[p], 1);
-        } else if (app->owner[p] == dc->index) {
-            app->owner[p] = -1;
+            unsigned gen = atomic_fetch_add(&app->check.part_gen[p], 1) + 1;
+            dc->recorded_commit[p] = -1; /* the consumer's committed offset starts again */
+            demo_record(app, "A %" PRIu64 " %d %u", now, (int)p, gen);
+        } else {
+            if (app->owner[p] == dc->index)
+                app->owner[p] = -1;
+            demo_record(app, "%c %" PRIu64 " %d", event == RL_CONSUMER_LOST ? 'L' : 'R', now,
+                        (int)p);
         }
     }
     uv_mutex_unlock(&app->mu);
@@ -38,9 +93,15 @@ static void on_rebalance(rl_consumer_t *c, int event, const rd_kafka_topic_parti
 
 static void on_dead_letter(rl_consumer_t *c, const rd_kafka_message_t *m, const char *reason)
 {
-    (void)m;
     (void)reason;
     demo_consumer *dc = rl_consumer_get_data(c);
+    if (dc->app->record_fd >= 0) {
+        char key[72];
+        long long seq;
+        demo_record_key(m, key, sizeof key, &seq);
+        demo_record(dc->app, "D %" PRIu64 " %s %lld %d %" PRId64, demo_now_ns(), key, seq,
+                    (int)m->partition, m->offset);
+    }
     uv_mutex_lock(&dc->mu);
     dc->dead_letters++;
     uv_mutex_unlock(&dc->mu);
@@ -75,6 +136,11 @@ static void on_ctl(uv_async_t *a)
     rl_dispatcher_t *d = rl_consumer_dispatcher(dc->c);
     switch (cmd) {
     case DEMO_CMD_CLOSE:
+        if (dc->record_timer_on) {
+            record_commits(dc);
+            uv_close((uv_handle_t *)&dc->record_timer, NULL);
+            dc->record_timer_on = false;
+        }
         rc = rl_consumer_close(dc->c, on_closed);
         uv_close((uv_handle_t *)&dc->ctl, NULL);
         break;
@@ -137,6 +203,13 @@ static void run(void *arg)
     uv_mutex_unlock(&dc->mu);
     if (rc && ctl)
         uv_close((uv_handle_t *)&dc->ctl, NULL);
+    if (rc == 0 && app->record_fd >= 0 && uv_timer_init(&dc->loop, &dc->record_timer) == 0) {
+        /* Commits are sampled from the statistics every 50 ms, and at every revoke. */
+        dc->record_timer.data = dc;
+        dc->record_timer_on = uv_timer_start(&dc->record_timer, on_record_timer, 50, 50) == 0;
+        if (!dc->record_timer_on)
+            uv_close((uv_handle_t *)&dc->record_timer, NULL);
+    }
     if (loop) {
         uv_run(&dc->loop, UV_RUN_DEFAULT);
         uv_loop_close(&dc->loop);
@@ -148,7 +221,14 @@ int demo_consumer_start(demo_consumer *dc, demo *app, int index)
     memset(dc, 0, sizeof *dc);
     dc->app = app;
     dc->index = index;
-    snprintf(dc->name, sizeof dc->name, "consumer-%d", index + 1);
+    if (strcmp(app->role, "consumer") == 0 && app->name)
+        snprintf(dc->name, sizeof dc->name, "%s", app->name);
+    else if (strcmp(app->role, "consumer") == 0) /* processes of one group, told apart */
+        snprintf(dc->name, sizeof dc->name, "consumer-%ld", (long)getpid());
+    else
+        snprintf(dc->name, sizeof dc->name, "consumer-%d", index + 1);
+    for (int p = 0; p < DEMO_PARTITIONS_MAX; p++)
+        dc->recorded_commit[p] = -1;
     if (uv_mutex_init(&dc->mu) || uv_cond_init(&dc->cv))
         return RL_ELOOP;
     if (uv_thread_create(&dc->thread, run, dc) != 0)

@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "demo.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,10 +16,18 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
 {
     (void)rk;
     demo_producer *p = opaque;
-    if (m->err)
+    if (m->err) {
         atomic_fetch_add(&p->failed, 1);
-    else
-        atomic_fetch_add(&p->delivered, 1);
+        return;
+    }
+    atomic_fetch_add(&p->delivered, 1);
+    if (p->app->record_fd >= 0) {
+        char key[72];
+        long long seq;
+        demo_record_key(m, key, sizeof key, &seq);
+        demo_record(p->app, "P %" PRIu64 " %s %lld %d %" PRId64, demo_now_ns(), key, seq,
+                    (int)m->partition, m->offset);
+    }
 }
 
 static void quiet(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
