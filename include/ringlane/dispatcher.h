@@ -1,9 +1,17 @@
 /* ringlane: the ordered dispatcher (library ringlane_dispatch, on libuv).
  *
  * A dispatcher is attached to a caller's uv_loop_t. It has N lanes; each lane is one FIFO queue
- * with exactly one worker thread. A job's key picks its lane through a consistent hash ring over
+ * with at most one job in flight. A job's key picks its lane through a consistent hash ring over
  * the lane names, so jobs with the same key run strictly in submission order (one at a time),
  * while jobs with different keys run in parallel on different lanes.
+ *
+ * What runs a job is a separate choice from the lane. A blocking handler (opts.handler) runs on
+ * a worker thread: by default each lane has one of its own; with opts.workers = W a fixed pool
+ * of W threads serves every lane, each lane by at most one worker at a time. An asynchronous
+ * handler (opts.async_handler) runs on the loop thread, starts the work (a libuv request, say)
+ * and returns; the job stays in flight, and its lane starts nothing else, until someone calls
+ * rl_dispatch_complete with the job's ticket, from any thread. Lanes of an asynchronous
+ * dispatcher cost memory only (no thread), so there can be many: RL_DISPATCH_LANES_MAX.
  *
  * Lanes can be added and removed at runtime, with every ring profile. A change never reorders,
  * loses or duplicates a job: jobs already queued for keys that change lane move to the new lane
@@ -17,7 +25,7 @@
  * and rl_dispatch_get_data may be called from any thread. Everything else (init, close, lane
  * changes, rl_dispatch_take_tag) is called on the loop thread, the thread that called
  * rl_dispatch_init; elsewhere they return RL_ESTATE. Handlers run on lane workers; every other
- * callback runs on the loop thread.
+ * callback runs on the loop thread. rl_dispatch_complete may be called from any thread.
  *
  * Lifetime: the dispatcher is freed when close_cb returns. Calls from other threads that are in
  * progress while a close finishes (submitters blocked for room, wait_tag, statistics) are
@@ -52,7 +60,8 @@ struct uv_loop_s;
 extern "C" {
 #endif
 
-#define RL_DISPATCH_LANES_MAX 1024u /* lanes (worker threads) in one dispatcher */
+#define RL_DISPATCH_LANES_MAX 1048576u /* lanes in one dispatcher (the ring's member limit) */
+#define RL_DISPATCH_THREADS_MAX 1024u  /* worker threads: opts.workers, or lanes when it is 0 */
 
 typedef struct rl_dispatcher rl_dispatcher_t;
 
@@ -65,6 +74,8 @@ typedef struct rl_dispatch_job {
     uint64_t seq;      /* submission order, dispatcher-wide, from 0 */
     uint32_t attempts; /* handler calls that have returned (0 in the first call) */
     int status;        /* the last handler result (0 before the first call) */
+    uint64_t ticket;   /* asynchronous jobs: names the attempt in flight for rl_dispatch_complete
+                          (a new one each attempt; 0 for blocking handlers) */
 } rl_dispatch_job;
 
 /* How a job ended (the `outcome` of on_done). */
@@ -80,9 +91,16 @@ enum rl_dispatch_close_mode {
     RL_DISPATCH_STOP = 1   /* finish the handler calls in progress, hand back the rest */
 };
 
-/* Runs on the lane's worker. Returns 0 for success; anything else is a failure, retried after a
- * backoff while the lane waits (later jobs of the lane cannot overtake it). */
+/* Runs on a worker thread. Returns 0 for success; anything else is a failure, retried after a
+ * backoff while the lane waits (later jobs of the lane cannot overtake it; the wait is a timer
+ * on the loop, no thread sleeps through it). */
 typedef int (*rl_dispatch_handler_fn)(rl_dispatcher_t *d, rl_dispatch_job *job);
+/* Runs on the loop thread and starts the job: the job is finished by
+ * rl_dispatch_complete(d, job->ticket, status), from any thread, now (inside this call) or
+ * later. Until then the job is in flight: its lane starts nothing else. Status 0 is success;
+ * anything else a failure, retried like a blocking handler's. `job` stays valid until on_done
+ * returns; keep the ticket, not the pointer, where a completion may come late. */
+typedef void (*rl_dispatch_async_fn)(rl_dispatcher_t *d, rl_dispatch_job *job);
 /* On the loop thread, once per accepted job. */
 typedef void (*rl_dispatch_done_cb)(rl_dispatcher_t *d, rl_dispatch_job *job, int outcome);
 /* On the loop thread, after a submission was refused with RL_EAGAIN, once the lanes that were
@@ -96,7 +114,8 @@ typedef struct rl_dispatch_options {
     const char *const *lanes; /* lane names (ring members, weight 1), at least one */
     size_t lane_count;
     const rl_ring_options *ring;         /* NULL = rl_ring_options_init() defaults */
-    rl_dispatch_handler_fn handler;      /* required */
+    rl_dispatch_handler_fn handler;      /* blocking, on worker threads; or: */
+    rl_dispatch_async_fn async_handler;  /* asynchronous, on the loop (exactly one of the two) */
     rl_dispatch_done_cb on_done;         /* NULL: jobs end silently */
     rl_dispatch_capacity_cb on_capacity; /* NULL: none */
     void *data;                          /* the caller's, see rl_dispatch_get_data */
@@ -105,14 +124,22 @@ typedef struct rl_dispatch_options {
     uint32_t max_attempts; /* handler calls before a job is dead-lettered (5) */
     uint32_t backoff_ms;   /* delay before the first retry, doubled each time (10) */
     uint32_t backoff_max_ms; /* the largest delay (1000) */
+    uint32_t workers;        /* blocking handlers: 0 = a worker thread per lane (lanes up to
+                                RL_DISPATCH_THREADS_MAX); W = a pool of W threads shared by all
+                                lanes (1..RL_DISPATCH_THREADS_MAX) (0). Not for async_handler. */
+    uint32_t job_timeout_ms; /* asynchronous handlers: an attempt not completed within it fails
+                                with status RL_ETIMEDOUT (retried or dead-lettered like any
+                                failure; its ticket is void); 0 = no limit (0) */
 } rl_dispatch_options;
 
 /* Fills opts with the defaults in parentheses above and everything else NULL / 0. */
 RL_EXTERN void rl_dispatch_options_init(rl_dispatch_options *opts);
 
 /* Creates a dispatcher on `loop` and starts one worker per lane. Call on the loop thread.
- * Errors: RL_EINVAL (NULL argument, no handler, zero lanes, a zero capacity, max_attempts 0,
- * backoff_max_ms < backoff_ms), RL_ERANGE (over RL_DISPATCH_LANES_MAX lanes), RL_ENAME,
+ * Errors: RL_EINVAL (NULL argument, not exactly one of handler and async_handler, zero lanes, a
+ * zero capacity, max_attempts 0, backoff_max_ms < backoff_ms, workers or job_timeout_ms with
+ * the other kind of handler), RL_ERANGE (over RL_DISPATCH_LANES_MAX lanes; over
+ * RL_DISPATCH_THREADS_MAX workers, or lanes with workers = 0), RL_ENAME,
  * RL_EDUPNAME, RL_EPROFILE, RL_EVNODES, RL_ENOTSUP and any other error rl_ring_build gives
  * for the lane names and opts->ring, RL_ENOMEM, RL_ELOOP (libuv failed). */
 RL_EXTERN int rl_dispatch_init(struct uv_loop_s *loop, const rl_dispatch_options *opts,
@@ -137,8 +164,9 @@ RL_EXTERN int rl_dispatch_submit(rl_dispatcher_t *d, const void *key, size_t key
                                  int64_t tag, int64_t timeout_ms);
 
 /* Adds a lane and moves to it the keys the ring gives it, with their queued jobs (in order).
- * Errors: RL_EDUPNAME, RL_ENAME, RL_ERANGE (lane limit), RL_ECLOSED, RL_ESTATE (not the loop
- * thread), RL_ENOMEM, RL_ELOOP; on error nothing changed. */
+ * With workers = 0 it starts the lane's worker thread. Errors: RL_EDUPNAME, RL_ENAME,
+ * RL_ERANGE (lane or thread limit), RL_ECLOSED, RL_ESTATE (not the loop thread), RL_ENOMEM,
+ * RL_ELOOP; on error nothing changed. */
 RL_EXTERN int rl_dispatch_add_lane(rl_dispatcher_t *d, const char *name);
 
 /* Removes a lane: its keys and queued jobs move to the lanes the ring now gives them, in order
@@ -147,6 +175,14 @@ RL_EXTERN int rl_dispatch_add_lane(rl_dispatcher_t *d, const char *name);
  * changes, nothing is lost), RL_ECLOSED, RL_ESTATE, RL_ENOMEM. With the last lane gone
  * submissions answer RL_ESTATE until a lane is added. */
 RL_EXTERN int rl_dispatch_remove_lane(rl_dispatcher_t *d, const char *name);
+
+/* Finishes the asynchronous attempt named by `ticket` (job->ticket, as the async handler saw
+ * it): status 0 is success, anything else a failure. Any thread, inside the async handler too,
+ * and also while a close waits for jobs in flight. RL_ESTALE when no attempt waits for this
+ * ticket: it was completed already, its job_timeout_ms passed, its job was handed back or
+ * dead-lettered, or it was never given; nothing changes then. RL_EINVAL (NULL d, ticket 0),
+ * RL_ESTATE (a dispatcher of blocking handlers). */
+RL_EXTERN int rl_dispatch_complete(rl_dispatcher_t *d, uint64_t ticket, int status);
 
 /* Removes every job with `tag` that has not started (queued, waiting on a lane change, or
  * waiting for a retry between attempts) and ends each with on_done(RL_DISPATCH_RETURNED) before
@@ -169,7 +205,9 @@ RL_EXTERN int rl_dispatch_wait_tag(rl_dispatcher_t *d, int64_t tag, uint64_t tim
 
 /* Starts closing: new submissions get RL_ECLOSED; blocked submitters wake with RL_ECLOSED. In
  * DRAIN mode every queued job still runs; in STOP mode only the handler calls in progress
- * finish and the queued jobs are handed back (RL_DISPATCH_RETURNED, in submission order). When
+ * finish (asynchronous jobs in flight included: the close waits for their completion, or their
+ * job_timeout_ms) and the queued jobs and those waiting for a retry are handed back
+ * (RL_DISPATCH_RETURNED, in submission order). When
  * every worker has stopped, every job has ended and every call from another thread has
  * returned, cb (may be NULL) runs on the loop thread and the dispatcher is freed when it
  * returns (see Lifetime above). Errors: RL_EINVAL, RL_ESTATE, RL_ECLOSED (already closing). */
@@ -181,7 +219,8 @@ typedef struct rl_dispatch_lane_stats {
     int retiring;           /* removed, finishing its in-flight job */
     uint64_t depth;         /* jobs queued */
     uint64_t parked;        /* jobs of moved keys waiting for their old lane's in-flight job */
-    uint64_t in_flight;     /* 0 or 1: a job in its handler or waiting for a retry */
+    uint64_t in_flight;     /* 0 or 1: a job in its handler, pending completion, or waiting
+                               for a retry */
     uint64_t processed;     /* jobs ended here: done + dead-lettered */
     uint64_t failed;        /* handler calls that failed */
     uint64_t retried;       /* retries scheduled */

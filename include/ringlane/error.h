@@ -34,7 +34,8 @@ extern "C" {
     X(EBUSY, -17, "busy")                                                                          \
     X(ESTATE, -18, "operation not valid in the current state")                                     \
     X(EKAFKA, -19, "Kafka client error")                                                           \
-    X(ELOOP, -20, "event loop error")
+    X(ELOOP, -20, "event loop error")                                                              \
+    X(ESTALE, -21, "no job waits for this ticket (completed, timed out, handed back, or unknown)")
 
 enum rl_errno {
 #define RL__ERRNO_ENUM(name, value, msg) RL_##name = value,
