@@ -72,7 +72,7 @@ static double cpu_seconds(void)
 /* Lane names "lane-0" .. "lane-<n-1>" (one block, kept for the process). */
 static const char **lane_names(size_t n)
 {
-    static char(*names)[16];
+    static char(*names)[32];
     static const char **ptrs;
     static size_t have;
     if (n > have) {
