@@ -805,7 +805,7 @@ static void memory_table(void)
             vnodes = rl_ring_vnodes(ring);
             rl_ring_free(ring);
         }
-        printf("%-10s %8u %12.1f MB %11.1f MB %10.0f B %10.0f B\n", profiles[i], vnodes,
+        printf("%-10s %8u %12.1f MB %11.1f MB %10.1f B %10.1f B\n", profiles[i], vnodes,
                (double)many[0] / 1e6, (double)one[0] / 1e6,
                (double)(many[0] - one[0]) / (double)(lanes - 1),
                (double)(many[1] - one[1]) / (double)(lanes - 1));

@@ -372,7 +372,8 @@ static void job_done(rl_dispatcher_t *d, rl_dispatch_job *job, int outcome)
         a->t1 = uv_hrtime();
         rl_dispatch_stats s;
         if (rl_dispatch_stats_get(d, &s, NULL, 0, NULL) == 0)
-            printf("stats: %zu lanes, %llu submitted, %llu refused, %llu done, %llu lane changes "
+            printf("stats in the last on_done: %zu lanes, %llu submitted, %llu refused, %llu done, "
+                   "%llu lane changes "
                    "(longest %.3f ms)\n",
                    s.lanes, (unsigned long long)s.submitted, (unsigned long long)s.refused,
                    (unsigned long long)s.done, (unsigned long long)s.lane_changes,
