@@ -4,7 +4,12 @@
  *   wait_mu -> route_lock (read) -> one lane's mu
  *   route_lock (write) -> one lane's mu            (lane changes, close)
  *   one lane's mu -> returned_mu
- *   route_lock (write) -> every lane's mu, in route order, then the retiring lanes (take_tag)
+ *   one lane's mu -> ready_mu                       (a lane put on the ready list)
+ *   route_lock (read) -> one lane's mu             (rl_dispatch_complete finds the lane)
+ *   wait_mu -> timer_mu                            (wait_tag looks for timer requests)
+ *   one lane's mu -> space_mu                       (a lane's worker makes room)
+ *   timer_mu, space_mu alone otherwise; wait_mu is not held while jobs end (they take it)
+ *   route_lock (write) -> every lane's mu, in slot order (take_tag)
  * Only take_tag holds two lane mutexes at once, and only under the route lock held for
  * writing, which excludes every other code that could; nothing is taken while holding
  * space_mu. */
@@ -153,15 +158,28 @@ typedef struct rl__fence {
 #define RL__HIST_SUB 8 /* buckets per power of two */
 #define RL__HIST_BUCKETS (64 * RL__HIST_SUB)
 
+/* A lane: a FIFO of jobs and the state of its one job in flight. No thread belongs to it: an
+ * executor (a pool worker for blocking handlers, the loop thread for asynchronous ones) takes
+ * a ready lane from the dispatcher's ready list, starts its next job, and gives it back.
+ *
+ * Execution state, under mu:
+ *   busy       a job is in flight: in its handler, pending its completion, or waiting for a
+ *              retry (cur_* describe it; the job is touched through cur_job only by take_tag
+ *              and a STOP close, while it waits for its retry)
+ *   in_backoff busy, its retry timer has not fired
+ *   retry_due  busy, the timer fired: the next executor runs cur_job again
+ *   owned      an executor holds the lane (between taking it from the ready list and giving it
+ *              back); nothing else puts it on the ready list meanwhile
+ *   queued     on the ready list
+ * A lane is runnable when retry_due, or when it is not busy and its queue is not empty; a
+ * runnable lane that is neither owned nor queued is put on the ready list (rl__lane_ready), so
+ * at most one executor serves a lane and at most one job of it is in flight. */
 typedef struct rl__lane {
     rl_dispatcher_t *d;
     char *name;
-    uv_thread_t thread;
-    bool thread_started;
-    atomic_bool exited;
+    uint32_t slot; /* in d->slots: the lane a ticket names */
 
     uv_mutex_t mu;
-    uv_cond_t cv; /* the worker waits here: for work, a retry's delay, or a stop */
     rl__lq queue;
     rl__fence *fences;        /* fences held here (other lanes' keys that now belong here) */
     size_t parked;            /* jobs in the parked lists of those fences */
@@ -170,20 +188,44 @@ typedef struct rl__lane {
     atomic_bool refused;      /* a submission to this lane got RL_EAGAIN */
     bool blocked;             /* a waiting submitter was refused here (under mu) */
 
-    /* The worker's state (under mu). cur_* describe the job in its handler or retry delay; the
-     * job itself is only touched through cur_job by rl_dispatch_take_tag during a delay. */
-    bool busy, in_backoff, sleeping;
+    bool busy, in_backoff, retry_due, owned, queued;
     uint64_t cur_hash;
     int64_t cur_tag;
     rl__job *cur_job;
-    bool retiring, draining, stopping;
+    uint64_t cur_ticket; /* asynchronous: the ticket of the attempt pending completion, or 0 */
+    uint64_t gen;        /* changes with each retry delay: names it to the timer */
+    uint32_t timer_refs; /* timer entries that name this lane (it is not freed before 0) */
+    bool retiring, stopping;
 
-    /* statistics (under mu) */
+    /* statistics (under mu); the histogram is made at the first sample */
     uint64_t processed, failed, retried, dead;
-    uint64_t hist[RL__HIST_BUCKETS];
+    uint64_t *hist;
 
+    struct rl__lane *next_ready;
+    struct rl__lane *next_taken; /* take_tag's list of lanes to let go on */
     struct rl__lane *next_retiring;
 } rl__lane;
+
+/* A timer entry: a lane's retry, or an asynchronous attempt's deadline. */
+enum { RL__TIMER_RETRY = 0, RL__TIMER_DEADLINE = 1 };
+typedef struct rl__timer_entry {
+    uint64_t due_ns;
+    rl__lane *lane;
+    uint64_t id; /* RETRY: the lane's gen then; DEADLINE: the attempt's ticket */
+    int kind;
+} rl__timer_entry;
+
+typedef struct rl__timer_heap {
+    rl__timer_entry *v;
+    size_t len, cap;
+} rl__timer_heap;
+
+/* A worker thread of the pool. */
+typedef struct rl__worker {
+    rl_dispatcher_t *d;
+    uv_thread_t thread;
+    bool exited; /* under ready_mu, set by the thread as it leaves */
+} rl__worker;
 
 /* The routing state: a ring over lane names and the lane of each node index. */
 typedef struct rl__route {
@@ -214,6 +256,7 @@ struct rl_dispatcher {
     pthread_rwlock_t route_lock; /* writer-preferring: a change is not starved by submitters */
     rl__route route;             /* under route_lock; the loop thread reads it freely */
     rl__lane *retiring;          /* removed lanes still finishing, under route_lock */
+    size_t n_retiring;           /* loop thread */
 
     atomic_bool closing;
     bool close_done;
@@ -243,6 +286,30 @@ struct rl_dispatcher {
     atomic_int tag_waiters;
 
     atomic_uint_fast64_t changes, last_change_ns, max_change_ns;
+
+    /* Executors. Ready lanes wait on one list; pool workers (blocking handlers) take them under
+     * ready_mu and sleep on ready_cv; with an asynchronous handler the loop thread takes them. */
+    bool async_mode;
+    uv_mutex_t ready_mu;
+    uv_cond_t ready_cv;
+    rl__lane *ready_head, *ready_tail;
+    rl__worker **workers; /* loop thread */
+    size_t nworkers, workers_cap;
+    size_t live_workers, target_workers, idle_workers; /* under ready_mu */
+    bool pool_quit;                                    /* under ready_mu */
+
+    /* Timers of retries and deadlines: a heap on the loop thread under one uv_timer, and the
+     * requests other threads leave for it. */
+    uv_timer_t timer;
+    rl__timer_heap heap;
+    uv_mutex_t timer_mu;
+    rl__timer_heap requests;
+    int handles_open; /* async and timer: freed when both have closed */
+
+    /* Tickets name a lane's slot; slots change under route_lock (write). */
+    rl__lane **slots;
+    uint32_t nslots, slots_cap, free_slot; /* free_slot: a free index, or nslots */
+    uint64_t ticket_gen;                   /* loop thread */
 
     /* Calls in progress from any thread (submit, wait_tag, statistics, get_data): the end of a
      * close waits for them before close_cb runs and the dispatcher is freed. */
@@ -298,13 +365,61 @@ void rl__check_capacity(rl_dispatcher_t *d);
 
 /* lane.c */
 int rl__lane_new(rl_dispatcher_t *d, const char *name, rl__lane **out);
-int rl__lane_start(rl__lane *l);
-void rl__lane_free(rl__lane *l); /* after the worker was joined (or never started) */
+void rl__lane_free(rl__lane *l); /* an idle lane no timer names */
 void rl__lane_set_depth(rl__lane *l);
 void rl__hist_add(uint64_t *hist, uint64_t ns);
 double rl__hist_quantile_us(const uint64_t *hist, double q);
 
-/* lane_change.c: called by the worker after its job ended, with no lock held. */
+/* Under l->mu: puts a runnable lane that no executor holds on the ready list and wakes an
+ * executor. Does nothing otherwise. */
+void rl__lane_ready(rl__lane *l);
+
+/* Under l->mu, l owned by the caller: the job to run now (a due retry, or the next queued job,
+ * made the one in flight), or NULL. A due retry of a stopping lane is handed back instead
+ * (its caller finishes it: *returned). */
+rl__job *rl__lane_next(rl__lane *l, rl__job **returned);
+
+/* An attempt of j on l ended with status rc (no lock held): schedules the retry, or ends the
+ * job (DONE, DEAD, or RETURNED when stopping). True when the lane's job in flight is over. */
+bool rl__attempt_ended(rl__lane *l, rl__job *j, int rc);
+
+/* Ends l's job in flight with `outcome` (no lock held): publishes it, lets go of the key,
+ * releases the fence, and puts the lane back on the ready list if it is not owned. */
+void rl__job_finished(rl__lane *l, rl__job *j, int outcome);
+
+/* After take_tag or a STOP close took l's job from its retry delay (cur_job NULL): the lane's
+ * job in flight is over (no lock held). */
+void rl__lane_release_taken(rl__lane *l);
+
+/* Idle: nothing queued, parked, in flight or held, and no executor on it. Under l->mu. */
+bool rl__lane_idle(const rl__lane *l);
+
+/* executors.c */
+size_t rl__workers_wanted(const rl_dispatcher_t *d);    /* dispatcher.c */
+int rl__pool_start(rl_dispatcher_t *d, size_t target);  /* loop thread */
+int rl__pool_resize(rl_dispatcher_t *d, size_t target); /* loop thread: dedicated workers */
+void rl__pool_reap(rl_dispatcher_t *d);                 /* loop thread: joins exited workers */
+void rl__pool_stop(rl_dispatcher_t *d);                 /* loop thread: joins every worker */
+void rl__run_async_ready(rl_dispatcher_t *d);           /* loop thread: starts ready async jobs */
+int rl__slot_take(rl_dispatcher_t *d, rl__lane *l);     /* under route_lock (write) */
+/* Claims the attempt a ticket names, if it still waits: the ticket is void after this, and the
+ * caller ends the attempt (rl__attempt_ended). RL_ESTALE otherwise. */
+int rl__attempt_claim(rl_dispatcher_t *d, uint64_t ticket, rl__lane **lane, rl__job **job);
+void rl__slot_free(rl_dispatcher_t *d, rl__lane *l); /* under route_lock (write) */
+
+/* timers.c */
+int rl__timers_init(rl_dispatcher_t *d);   /* the lock */
+void rl__timers_start(rl_dispatcher_t *d); /* the handle, once nothing else can fail */
+/* Any thread: runs the entry's action on the loop thread once due_ns has passed. RL_ENOMEM
+ * leaves the caller to act at once. */
+int rl__timer_add(rl_dispatcher_t *d, rl__timer_entry e);
+void rl__timers_take_requests(rl_dispatcher_t *d); /* loop thread */
+/* Loop thread: fires the due entries; the time of the next one (UINT64_MAX: none). */
+uint64_t rl__timers_run(rl_dispatcher_t *d);
+bool rl__timers_pending(rl_dispatcher_t *d); /* any thread: requests not yet taken */
+void rl__timers_free(rl_dispatcher_t *d);
+
+/* lane_change.c: called after a lane's job ended, with no lock held. */
 void rl__fence_release(rl__lane *l);
 
 /* lane_change.c: the fence of `hash` held by `holder`, or NULL. Under the route lock (read)
@@ -313,7 +428,8 @@ rl__fence *rl__fence_for(const rl__lane *holder, uint64_t hash);
 
 /* lane.c: the dispatcher whose handler may be running on this thread. */
 extern _Thread_local const rl_dispatcher_t *rl__worker_of;
-/* lane.c: the lane whose worker this thread is (its cur_tag is this thread's to read). */
+/* executors.c: the lane this worker thread is serving (its cur_tag is this thread's to read),
+ * or NULL. */
 extern _Thread_local const rl__lane *rl__worker_lane;
 
 #endif

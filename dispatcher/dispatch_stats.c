@@ -21,7 +21,10 @@ static void lane_stats(rl__lane *l, int retiring, rl_dispatch_lane_stats *s, uin
     s->failed = l->failed;
     s->retried = l->retried;
     s->dead_lettered = l->dead;
-    memcpy(hist, l->hist, sizeof l->hist);
+    if (l->hist)
+        memcpy(hist, l->hist, sizeof(uint64_t) * RL__HIST_BUCKETS);
+    else
+        memset(hist, 0, sizeof(uint64_t) * RL__HIST_BUCKETS);
     uv_mutex_unlock(&l->mu);
     s->p50_us = rl__hist_quantile_us(hist, 0.50);
     s->p99_us = rl__hist_quantile_us(hist, 0.99);

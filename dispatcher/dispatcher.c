@@ -147,41 +147,57 @@ void rl__check_capacity(rl_dispatcher_t *d)
     d->opts.on_capacity(d);
 }
 
-/* Joins and frees retired lanes whose workers have stopped. */
+/* Frees retired lanes that are idle and that no timer entry names. */
 static void reap_retired(rl_dispatcher_t *d)
 {
+    bool freed = false;
     for (rl__lane **p = &d->retiring; *p;) {
         rl__lane *l = *p;
-        if (!atomic_load(&l->exited)) {
+        uv_mutex_lock(&l->mu);
+        bool gone = rl__lane_idle(l) && l->timer_refs == 0;
+        uv_mutex_unlock(&l->mu);
+        if (!gone) {
             p = &l->next_retiring;
             continue;
         }
-        uv_thread_join(&l->thread);
         pthread_rwlock_wrlock(&d->route_lock);
         *p = l->next_retiring;
+        rl__slot_free(d, l);
         pthread_rwlock_unlock(&d->route_lock);
+        d->n_retiring--;
         rl__lane_free(l);
+        freed = true;
     }
+    if (freed && !d->async_mode && !d->opts.workers && !atomic_load(&d->closing))
+        rl__pool_resize(d, rl__workers_wanted(d)); /* its worker goes too */
 }
 
 static void free_dispatcher(rl_dispatcher_t *d)
 {
     for (size_t i = 0; i < d->route.n; i++)
         rl__lane_free(d->route.lanes[i]);
+    for (rl__lane *r = d->retiring, *nx; r; r = nx) {
+        nx = r->next_retiring;
+        rl__lane_free(r);
+    }
     rl__route_free(&d->route);
     rl_ring_free(d->hash_ring);
+    free(d->slots);
+    rl__timers_free(d);
     pthread_rwlock_destroy(&d->route_lock);
     uv_mutex_destroy(&d->returned_mu);
     uv_mutex_destroy(&d->space_mu);
     uv_cond_destroy(&d->space_cv);
     uv_mutex_destroy(&d->wait_mu);
     uv_cond_destroy(&d->wait_cv);
+    uv_mutex_destroy(&d->ready_mu);
+    uv_cond_destroy(&d->ready_cv);
     free(d);
 }
 
-/* Waits for the calls other threads are making (blocked submitters, wait_tag, statistics):
- * they return RL_ECLOSED or their answer, and touch nothing once they have left. The workers
- * have stopped, so none of them waits for a job: each wakes and leaves at once. */
+/* Waits for the calls other threads are making (blocked submitters, wait_tag, statistics,
+ * completions): they return RL_ECLOSED or their answer, and touch nothing once they have left.
+ * Every job has ended, so none of them waits for one: each wakes and leaves at once. */
 static void wait_for_callers(rl_dispatcher_t *d)
 {
     while (atomic_load(&d->entered) > 0) {
@@ -196,38 +212,48 @@ static void wait_for_callers(rl_dispatcher_t *d)
     }
 }
 
-static void on_async_closed(uv_handle_t *h)
+static void on_handle_closed(uv_handle_t *h)
 {
     rl_dispatcher_t *d = h->data;
+    if (--d->handles_open > 0)
+        return;
     wait_for_callers(d);
     if (d->close_cb)
         d->close_cb(d);
     free_dispatcher(d);
 }
 
-/* When closing and every worker has stopped: end what is left, then close the handle. */
+static bool every_lane_idle(rl_dispatcher_t *d)
+{
+    bool idle = true;
+    for (size_t i = 0; i < d->route.n && idle; i++) {
+        rl__lane *l = d->route.lanes[i];
+        uv_mutex_lock(&l->mu);
+        idle = rl__lane_idle(l);
+        uv_mutex_unlock(&l->mu);
+    }
+    for (rl__lane *r = d->retiring; r && idle; r = r->next_retiring) {
+        uv_mutex_lock(&r->mu);
+        idle = rl__lane_idle(r);
+        uv_mutex_unlock(&r->mu);
+    }
+    return idle;
+}
+
+/* When closing and every lane is idle: stop the workers, end what is left, close the handles. */
 static void maybe_finish_close(rl_dispatcher_t *d)
 {
-    if (d->close_done)
+    if (d->close_done || !every_lane_idle(d))
         return;
-    for (size_t i = 0; i < d->route.n; i++)
-        if (!atomic_load(&d->route.lanes[i]->exited))
-            return;
-    reap_retired(d);
-    if (d->retiring)
-        return;
-    for (size_t i = 0; i < d->route.n; i++) {
-        rl__lane *l = d->route.lanes[i];
-        if (l->thread_started)
-            uv_thread_join(&l->thread);
-        l->thread_started = false;
-    }
+    rl__pool_stop(d);
     d->close_done = true;
     /* Jobs of a key end in order: those that ran first, then those handed back. */
     rl__deliver_completions(d);
     rl__jobq_sort_seq(&d->returned);
     rl__end_jobs(d, &d->returned, RL_DISPATCH_RETURNED);
-    uv_close((uv_handle_t *)&d->async, on_async_closed);
+    d->handles_open = 2;
+    uv_close((uv_handle_t *)&d->timer, on_handle_closed);
+    uv_close((uv_handle_t *)&d->async, on_handle_closed);
 }
 
 static void on_async(uv_async_t *a)
@@ -236,15 +262,24 @@ static void on_async(uv_async_t *a)
     if (d->close_done)
         return;
     rl__deliver_completions(d);
+    rl__timers_take_requests(d);
+    if (d->async_mode)
+        rl__run_async_ready(d);
     reap_retired(d);
-    if (atomic_load(&d->closing))
+    rl__pool_reap(d);
+    if (atomic_load(&d->closing)) {
+        rl__deliver_completions(d);
         maybe_finish_close(d);
-    else
+    } else {
         rl__check_capacity(d);
+    }
 }
 
-static void close_lane(rl_dispatcher_t *d, rl__lane *l, int mode)
+/* Under the route lock (write): a STOP close hands back the lane's queued and parked jobs, and a
+ * job waiting for its retry (which must then be let go: *taken). */
+static void close_lane(rl_dispatcher_t *d, rl__lane *l, int mode, bool *taken)
 {
+    *taken = false;
     uv_mutex_lock(&l->mu);
     if (mode == RL_DISPATCH_STOP) {
         /* Queued jobs and those parked at this lane go back; sorted when handed back. */
@@ -252,14 +287,16 @@ static void close_lane(rl_dispatcher_t *d, rl__lane *l, int mode)
         rl__lq_drain(&l->queue, &d->returned);
         for (rl__fence *f = l->fences; f; f = f->next_held)
             rl__jobq_append(&d->returned, &f->parked);
+        if (l->busy && l->cur_job && (l->in_backoff || l->retry_due)) {
+            rl__jobq_push(&d->returned, l->cur_job);
+            l->cur_job = NULL;
+            *taken = true;
+        }
         uv_mutex_unlock(&d->returned_mu);
         l->parked = 0;
         rl__lane_set_depth(l);
         l->stopping = true;
-    } else {
-        l->draining = true;
     }
-    uv_cond_broadcast(&l->cv);
     uv_mutex_unlock(&l->mu);
 }
 
@@ -271,15 +308,29 @@ int rl_dispatch_close(rl_dispatcher_t *d, int mode, rl_dispatch_close_cb cb)
         return RL_ESTATE;
     if (atomic_load(&d->closing))
         return RL_ECLOSED;
+    size_t cap = d->route.n + d->n_retiring, ntaken = 0;
+    rl__lane **taken = calloc(cap ? cap : 1, sizeof *taken);
+    if (!taken)
+        return RL_ENOMEM;
     pthread_rwlock_wrlock(&d->route_lock);
     atomic_store(&d->closing, true);
     d->close_mode = mode;
     d->close_cb = cb;
-    for (size_t i = 0; i < d->route.n; i++)
-        close_lane(d, d->route.lanes[i], mode);
-    for (rl__lane *r = d->retiring; r; r = r->next_retiring)
-        close_lane(d, r, mode);
+    bool t;
+    for (size_t i = 0; i < d->route.n; i++) {
+        close_lane(d, d->route.lanes[i], mode, &t);
+        if (t)
+            taken[ntaken++] = d->route.lanes[i];
+    }
+    for (rl__lane *r = d->retiring; r; r = r->next_retiring) {
+        close_lane(d, r, mode, &t);
+        if (t && ntaken < cap)
+            taken[ntaken++] = r;
+    }
     pthread_rwlock_unlock(&d->route_lock);
+    for (size_t i = 0; i < ntaken; i++)
+        rl__lane_release_taken(taken[i]);
+    free(taken);
     /* Wake blocked submitters: they see the close. */
     uv_mutex_lock(&d->space_mu);
     d->space_gen++;
@@ -293,14 +344,18 @@ int rl_dispatch_close(rl_dispatcher_t *d, int mode, rl_dispatch_close_cb cb)
 
 static int check_options(const rl_dispatch_options *o)
 {
-    if (!o->handler || !o->lanes || o->lane_count == 0)
-        return RL_EINVAL;
+    if (!o->lanes || o->lane_count == 0 || !o->handler == !o->async_handler)
+        return RL_EINVAL; /* exactly one kind of handler */
     if (o->lane_capacity == 0 || o->max_jobs == 0 || o->max_attempts == 0)
         return RL_EINVAL;
     if (o->backoff_max_ms < o->backoff_ms)
         return RL_EINVAL;
-    if (o->lane_count > RL_DISPATCH_LANES_MAX)
+    if ((o->async_handler && o->workers) || (o->handler && o->job_timeout_ms))
+        return RL_EINVAL; /* an option of the other kind of handler */
+    if (o->lane_count > RL_DISPATCH_LANES_MAX || o->workers > RL_DISPATCH_THREADS_MAX)
         return RL_ERANGE;
+    if (o->handler && !o->workers && o->lane_count > RL_DISPATCH_THREADS_MAX)
+        return RL_ERANGE; /* a thread per lane */
     for (size_t i = 0; i < o->lane_count; i++)
         if (!o->lanes[i])
             return RL_EINVAL;
@@ -318,27 +373,22 @@ static int init_sync(rl_dispatcher_t *d)
     if (rc != 0)
         return RL_ENOMEM;
     if (uv_mutex_init(&d->returned_mu) || uv_mutex_init(&d->space_mu) ||
-        uv_cond_init(&d->space_cv) || uv_mutex_init(&d->wait_mu) || uv_cond_init(&d->wait_cv))
+        uv_cond_init(&d->space_cv) || uv_mutex_init(&d->wait_mu) || uv_cond_init(&d->wait_cv) ||
+        uv_mutex_init(&d->ready_mu) || uv_cond_init(&d->ready_cv))
         return RL_ELOOP; /* not reached on Linux, where these cannot fail */
-    return 0;
+    return rl__timers_init(d);
 }
 
-/* Stops and frees the workers of a dispatcher whose init failed. */
-static void abort_lanes(rl__lane **lanes, size_t n)
+/* The worker threads a dispatcher of blocking handlers keeps: its pool, or one per lane (the
+ * retiring ones included, which may still have a retry to run). */
+size_t rl__workers_wanted(const rl_dispatcher_t *d)
 {
-    for (size_t i = 0; i < n; i++) {
-        rl__lane *l = lanes[i];
-        if (!l)
-            continue;
-        if (l->thread_started) {
-            uv_mutex_lock(&l->mu);
-            l->stopping = true;
-            uv_cond_signal(&l->cv);
-            uv_mutex_unlock(&l->mu);
-            uv_thread_join(&l->thread);
-        }
-        rl__lane_free(l);
-    }
+    if (d->async_mode)
+        return 0;
+    if (d->opts.workers)
+        return d->opts.workers;
+    size_t n = d->route.n + d->n_retiring;
+    return n ? n : 1;
 }
 
 int rl_dispatch_init(struct uv_loop_s *loop, const rl_dispatch_options *opts, rl_dispatcher_t **out)
@@ -375,6 +425,7 @@ int rl_dispatch_init(struct uv_loop_s *loop, const rl_dispatch_options *opts, rl
     d->opts = *opts;
     d->opts.lanes = NULL;
     d->opts.lane_count = 0;
+    d->async_mode = opts->async_handler != NULL;
     d->hash_ring = hash_ring;
     d->route.ring = ring;
     d->route.n = opts->lane_count;
@@ -391,17 +442,19 @@ int rl_dispatch_init(struct uv_loop_s *loop, const rl_dispatch_options *opts, rl
         const char *name = rl_ring_node_name(ring, (uint32_t)i);
         rc = rl__lane_new(d, name, &d->route.lanes[i]);
         if (!rc)
-            rc = rl__lane_start(d->route.lanes[i]);
+            rc = rl__slot_take(d, d->route.lanes[i]);
     }
+    if (!rc)
+        rc = rl__pool_start(d, rl__workers_wanted(d));
     if (!rc && uv_async_init(loop, &d->async, on_async) != 0)
         rc = RL_ELOOP;
     if (rc) {
-        abort_lanes(d->route.lanes, d->route.n);
-        d->route.n = 0;
+        rl__pool_stop(d);
         free_dispatcher(d);
         return rc;
     }
     d->async.data = d;
+    rl__timers_start(d);
     *out = d;
     return 0;
 }

@@ -1,14 +1,12 @@
-/* A lane: one FIFO queue and the one worker thread that empties it, with retries in place. */
+/* A lane: one FIFO queue and its one job in flight, from start to end, whoever runs it. */
 #include "dispatch_internal.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Set on a worker thread: the dispatcher whose handler may be running there (a blocking submit
  * from that handler must not wait for its own lane). */
 _Thread_local const rl_dispatcher_t *rl__worker_of;
-_Thread_local const rl__lane *rl__worker_lane;
 
 int rl__lane_new(rl_dispatcher_t *d, const char *name, rl__lane **out)
 {
@@ -27,22 +25,8 @@ int rl__lane_new(rl_dispatcher_t *d, const char *name, rl__lane **out)
         free(l);
         return RL_ELOOP;
     }
-    if (uv_cond_init(&l->cv) != 0) {
-        uv_mutex_destroy(&l->mu);
-        free(l->name);
-        free(l);
-        return RL_ELOOP;
-    }
-    uint32_t want = d->opts.lane_capacity < 4096 ? d->opts.lane_capacity : 4096;
-    if (rl__lq_reserve(&l->queue, want) != 0) {
-        uv_cond_destroy(&l->cv);
-        uv_mutex_destroy(&l->mu);
-        free(l->name);
-        free(l);
-        return RL_ENOMEM;
-    }
+    /* The queue is made at the first job: an idle lane costs this struct and its name. */
     l->d = d;
-    atomic_init(&l->exited, false);
     atomic_init(&l->depth_hint, 0);
     atomic_init(&l->refused, false);
     *out = l;
@@ -53,9 +37,9 @@ void rl__lane_free(rl__lane *l)
 {
     if (!l)
         return;
-    uv_cond_destroy(&l->cv);
     uv_mutex_destroy(&l->mu);
     free(l->queue.v);
+    free(l->hist);
     free(l->name);
     free(l);
 }
@@ -63,6 +47,12 @@ void rl__lane_free(rl__lane *l)
 void rl__lane_set_depth(rl__lane *l)
 {
     atomic_store_explicit(&l->depth_hint, l->queue.len + l->parked, memory_order_relaxed);
+}
+
+bool rl__lane_idle(const rl__lane *l)
+{
+    return !l->busy && !l->owned && !l->queued && !l->queue.len && !l->parked && !l->fence.active &&
+           !l->fences;
 }
 
 /* --- queue-to-done latency: a log-linear histogram (8 buckets per power of two) --- */
@@ -110,7 +100,111 @@ double rl__hist_quantile_us(const uint64_t *hist, double q)
     return 0;
 }
 
-/* --- the worker --- */
+/* --- the job in flight --- */
+
+static bool runnable(const rl__lane *l)
+{
+    return l->retry_due || (!l->busy && l->queue.len > 0);
+}
+
+void rl__lane_ready(rl__lane *l)
+{
+    if (l->owned || l->queued || !runnable(l))
+        return;
+    rl_dispatcher_t *d = l->d;
+    l->queued = true;
+    l->next_ready = NULL;
+    uv_mutex_lock(&d->ready_mu);
+    if (d->ready_tail)
+        d->ready_tail->next_ready = l;
+    else
+        d->ready_head = l;
+    d->ready_tail = l;
+    bool wake_worker = !d->async_mode && d->idle_workers > 0;
+    uv_mutex_unlock(&d->ready_mu);
+    if (d->async_mode)
+        uv_async_send(&d->async); /* the loop thread starts asynchronous jobs */
+    else if (wake_worker)
+        uv_cond_signal(&d->ready_cv);
+}
+
+rl__job *rl__lane_next(rl__lane *l, rl__job **returned)
+{
+    rl_dispatcher_t *d = l->d;
+    *returned = NULL;
+    if (l->retry_due) {
+        l->retry_due = false;
+        if (!l->stopping)
+            return l->cur_job;
+        *returned = l->cur_job; /* a STOP close: the retry does not run */
+        return NULL;
+    }
+    if (l->busy || !l->queue.len)
+        return NULL;
+    rl__job *j = rl__lq_pop(&l->queue);
+    rl__lane_set_depth(l);
+    l->busy = true;
+    l->cur_hash = j->pub.hash;
+    l->cur_tag = j->pub.tag;
+    l->cur_job = j;
+    if (l->blocked && l->queue.len + l->parked <= rl__low_water(d->opts.lane_capacity)) {
+        l->blocked = false;
+        rl__space_notify(d); /* takes only space_mu, which nests under nothing */
+    }
+    return j;
+}
+
+static uint64_t backoff_ns(const rl_dispatch_options *o, uint32_t attempts)
+{
+    uint64_t ms = o->backoff_ms;
+    for (uint32_t i = 1; i < attempts && ms < o->backoff_max_ms; i++)
+        ms *= 2;
+    if (ms > o->backoff_max_ms)
+        ms = o->backoff_max_ms;
+    return ms * 1000000u;
+}
+
+bool rl__attempt_ended(rl__lane *l, rl__job *j, int rc)
+{
+    rl_dispatcher_t *d = l->d;
+    j->pub.attempts++;
+    j->pub.status = rc;
+    if (rc == 0) {
+        rl__job_finished(l, j, RL_DISPATCH_DONE);
+        return true;
+    }
+    uv_mutex_lock(&l->mu);
+    l->failed++;
+    int outcome = -1;
+    if (j->pub.attempts >= d->opts.max_attempts)
+        outcome = RL_DISPATCH_DEAD;
+    else if (l->stopping)
+        outcome = RL_DISPATCH_RETURNED;
+    if (outcome >= 0) {
+        uv_mutex_unlock(&l->mu);
+        rl__job_finished(l, j, outcome);
+        return true;
+    }
+    /* The retry waits on the loop's timer; the lane stays busy with the job meanwhile, so
+     * nothing of it overtakes the job. */
+    l->retried++;
+    l->in_backoff = true;
+    uint64_t gen = ++l->gen;
+    l->timer_refs++;
+    uv_mutex_unlock(&l->mu);
+    rl__timer_entry e = {uv_hrtime() + backoff_ns(&d->opts, j->pub.attempts), l, gen,
+                         RL__TIMER_RETRY};
+    if (rl__timer_add(d, e) != 0) {
+        /* No memory for the timer: retry at once rather than never. */
+        uv_mutex_lock(&l->mu);
+        l->timer_refs--;
+        l->in_backoff = false;
+        l->retry_due = true;
+        rl__lane_ready(l);
+        uv_mutex_unlock(&l->mu);
+    }
+    return false;
+}
 
 /* Pushes a finished job onto the completion stack and wakes the loop when the stack was empty
  * (a non-empty stack already has a wake-up on its way: uv_async_send calls coalesce). */
@@ -125,65 +219,6 @@ static void push_completion(rl_dispatcher_t *d, rl__job *j)
         uv_async_send(&d->async);
 }
 
-static uint64_t backoff_ns(const rl_dispatch_options *o, uint32_t attempts)
-{
-    uint64_t ms = o->backoff_ms;
-    for (uint32_t i = 1; i < attempts && ms < o->backoff_max_ms; i++)
-        ms *= 2;
-    if (ms > o->backoff_max_ms)
-        ms = o->backoff_max_ms;
-    return ms * 1000000u;
-}
-
-enum { OUT_TAKEN = -1 }; /* taken back by rl_dispatch_take_tag during a retry delay */
-
-/* Runs the handler until it succeeds, the attempts run out, or the job is taken or stopped
- * during a retry delay. The lane waits meanwhile, so nothing overtakes the job. */
-static int run_job(rl__lane *l, rl__job *j)
-{
-    rl_dispatcher_t *d = l->d;
-    for (;;) {
-        int rc = d->opts.handler(d, &j->pub);
-        j->pub.attempts++;
-        j->pub.status = rc;
-        if (rc == 0)
-            return RL_DISPATCH_DONE;
-        uv_mutex_lock(&l->mu);
-        l->failed++;
-        if (j->pub.attempts >= d->opts.max_attempts) {
-            uv_mutex_unlock(&l->mu);
-            return RL_DISPATCH_DEAD;
-        }
-        if (l->stopping) {
-            uv_mutex_unlock(&l->mu);
-            return RL_DISPATCH_RETURNED;
-        }
-        l->retried++;
-        uint64_t deadline = uv_hrtime() + backoff_ns(&d->opts, j->pub.attempts);
-        l->in_backoff = true;
-        for (;;) {
-            uint64_t now = uv_hrtime();
-            if (l->stopping || l->cur_job != j || now >= deadline)
-                break;
-            uv_cond_timedwait(&l->cv, &l->mu, deadline - now);
-        }
-        l->in_backoff = false;
-        bool taken = l->cur_job != j, stopped = l->stopping;
-        uv_mutex_unlock(&l->mu);
-        if (taken)
-            return OUT_TAKEN;
-        if (stopped)
-            return RL_DISPATCH_RETURNED;
-    }
-}
-
-static bool should_exit(const rl__lane *l)
-{
-    if (l->queue.len)
-        return false;
-    return l->stopping || ((l->retiring || l->draining) && !l->fences);
-}
-
 static void wake_tag_waiters(rl_dispatcher_t *d)
 {
     if (atomic_load(&d->tag_waiters) > 0) {
@@ -193,84 +228,75 @@ static void wake_tag_waiters(rl_dispatcher_t *d)
     }
 }
 
-static void worker(void *arg)
+/* The end of the job in flight, once it is out of the lane's hands (published or taken). */
+static void let_go(rl__lane *l, bool sampled, uint64_t latency, int outcome)
 {
-    rl__lane *l = arg;
     rl_dispatcher_t *d = l->d;
-    rl__worker_of = d;
-    rl__worker_lane = l;
     uv_mutex_lock(&l->mu);
-    for (;;) {
-        for (int spin = 0; spin < 2 && !l->queue.len && !should_exit(l); spin++) {
-            uv_mutex_unlock(&l->mu);
-            sched_yield();
+    if (outcome == RL_DISPATCH_DONE || outcome == RL_DISPATCH_DEAD) {
+        l->processed++;
+        if (outcome == RL_DISPATCH_DEAD)
+            l->dead++;
+        if (sampled && !l->hist)
+            l->hist = calloc(RL__HIST_BUCKETS, sizeof *l->hist);
+        if (sampled && l->hist)
+            rl__hist_add(l->hist, latency);
+    }
+    l->busy = false;
+    l->in_backoff = false;
+    l->retry_due = false;
+    l->cur_job = NULL;
+    l->cur_ticket = 0;
+    l->gen++; /* a timer entry of the old delay, if any, is void */
+    bool fenced = l->fence.active;
+    /* With a fence, the lane starts nothing before the fence is released (one fence per lane,
+     * for the key of its one job in flight): it stays held meanwhile. */
+    bool hold = fenced && !l->owned;
+    if (hold)
+        l->owned = true;
+    else
+        rl__lane_ready(l);
+    bool last = !fenced && (l->retiring || atomic_load(&d->closing)) && rl__lane_idle(l);
+    uv_mutex_unlock(&l->mu);
+    if (fenced) {
+        rl__fence_release(l);
+        if (hold) {
             uv_mutex_lock(&l->mu);
-        }
-        while (!should_exit(l) && !l->queue.len) {
-            l->sleeping = true;
-            uv_cond_wait(&l->cv, &l->mu);
-            l->sleeping = false;
-        }
-        if (!l->queue.len)
-            break;
-        rl__job *j = rl__lq_pop(&l->queue);
-        rl__lane_set_depth(l);
-        l->busy = true;
-        l->cur_hash = j->pub.hash;
-        l->cur_tag = j->pub.tag;
-        l->cur_job = j;
-        bool room = l->blocked && l->queue.len + l->parked <= rl__low_water(d->opts.lane_capacity);
-        if (room)
-            l->blocked = false;
-        uv_mutex_unlock(&l->mu);
-        if (room)
-            rl__space_notify(d);
-
-        int outcome = run_job(l, j);
-        uint64_t latency = 0;
-        if (outcome == RL_DISPATCH_DONE || outcome == RL_DISPATCH_DEAD) {
-            if (j->submit_ns)
-                latency = uv_hrtime() - j->submit_ns;
-            j->outcome = outcome;
-            /* Before the lane lets go of the key (below), so that on_done calls of one key
-             * keep their order. The job is not touched after this. */
-            push_completion(d, j);
-        } else if (outcome == RL_DISPATCH_RETURNED) {
-            uv_mutex_lock(&d->returned_mu);
-            rl__jobq_push(&d->returned, j);
-            uv_mutex_unlock(&d->returned_mu);
-        }
-
-        uv_mutex_lock(&l->mu);
-        if (outcome == RL_DISPATCH_DONE || outcome == RL_DISPATCH_DEAD) {
-            l->processed++;
-            if (outcome == RL_DISPATCH_DEAD)
-                l->dead++;
-            if (latency)
-                rl__hist_add(l->hist, latency);
-        }
-        l->busy = false;
-        l->cur_job = NULL;
-        /* Usually nothing else to do: keep the lock and take the next job. The waiter count
-         * is read after busy is cleared (see rl_dispatch_wait_tag). */
-        bool fenced = l->fence.active;
-        if (fenced || atomic_load(&d->tag_waiters) > 0) {
+            l->owned = false;
+            rl__lane_ready(l);
+            last = (l->retiring || atomic_load(&d->closing)) && rl__lane_idle(l);
             uv_mutex_unlock(&l->mu);
-            if (fenced)
-                rl__fence_release(l);
-            wake_tag_waiters(d);
-            uv_mutex_lock(&l->mu);
         }
     }
-    uv_mutex_unlock(&l->mu);
-    atomic_store(&l->exited, true);
-    uv_async_send(&d->async);
+    wake_tag_waiters(d);
+    if (fenced || last)
+        uv_async_send(&d->async); /* a retiring lane to free, or a close to finish */
 }
 
-int rl__lane_start(rl__lane *l)
+void rl__job_finished(rl__lane *l, rl__job *j, int outcome)
 {
-    if (uv_thread_create(&l->thread, worker, l) != 0)
-        return RL_ENOMEM;
-    l->thread_started = true;
-    return 0;
+    rl_dispatcher_t *d = l->d;
+    uint64_t latency = 0;
+    bool sampled = false;
+    if (outcome == RL_DISPATCH_DONE || outcome == RL_DISPATCH_DEAD) {
+        if (j->submit_ns) {
+            latency = uv_hrtime() - j->submit_ns;
+            sampled = true;
+        }
+        j->outcome = outcome;
+        /* Before the lane lets go of the key, so that on_done calls of one key keep their
+         * order. The job is not touched after this. */
+        push_completion(d, j);
+    } else {
+        uv_mutex_lock(&d->returned_mu);
+        rl__jobq_push(&d->returned, j);
+        uv_mutex_unlock(&d->returned_mu);
+        uv_async_send(&d->async);
+    }
+    let_go(l, sampled, latency, outcome);
+}
+
+void rl__lane_release_taken(rl__lane *l)
+{
+    let_go(l, false, 0, RL_DISPATCH_RETURNED);
 }

@@ -30,7 +30,8 @@
  *     next job of a key between them: B would see the lane idle, and C would move the key's
  *     later jobs to a lane that starts them at once, beside the one just popped.
  *  D. Publish the new route. A removed lane is marked retiring: it gets no new jobs, finishes
- *     its in-flight job, releases its fence and stops; the loop thread joins it.
+ *     its in-flight job, releases its fence, and the loop thread frees it once it is idle and
+ *     no timer names it.
  *
  * When a worker's job ends, it publishes the completion, marks itself idle and, if its fence is
  * active, takes the route lock for reading and splices the parked list to the front of the
@@ -60,7 +61,7 @@
  * Cost: the critical section walks every lane's queue twice (count, then move). Queues
  * are arrays of (key position, job), and the ring's lookup engine answers most positions with
  * one table read, so routing a queued job touches neither the job nor a binary search in most
- * cases. Everything else (the new ring, the lane array, the new lane and its thread) is made
+ * cases. Everything else (the new ring, the lane array, the new lane and its worker) is made
  * before it.
  */
 #include "dispatch_internal.h"
@@ -104,10 +105,10 @@ rl__fence *rl__fence_for(const rl__lane *holder, uint64_t hash)
     return NULL;
 }
 
+/* Under l->mu: jobs arrived at l; an executor takes it if it can start one. */
 static void wake(rl__lane *l)
 {
-    if (l->sleeping)
-        uv_cond_signal(&l->cv);
+    rl__lane_ready(l);
 }
 
 /* The worker of l finished the job its fence waits for. The holder has room for the parked
@@ -350,10 +351,13 @@ static int apply_change(rl_dispatcher_t *d, plan *p)
     if (removed) {
         uv_mutex_lock(&removed->mu);
         removed->retiring = true;
-        uv_cond_signal(&removed->cv);
+        bool idle = rl__lane_idle(removed);
         uv_mutex_unlock(&removed->mu);
         removed->next_retiring = d->retiring;
         d->retiring = removed;
+        d->n_retiring++;
+        if (idle)
+            uv_async_send(&d->async); /* freed on the loop's next turn */
     }
     pthread_rwlock_unlock(&d->route_lock);
 
@@ -445,6 +449,9 @@ int rl_dispatch_add_lane(rl_dispatcher_t *d, const char *name)
         return RL_EDUPNAME;
     if (d->route.n >= RL_DISPATCH_LANES_MAX)
         return RL_ERANGE;
+    bool dedicated = !d->async_mode && !d->opts.workers; /* a worker thread per lane */
+    if (dedicated && d->route.n + d->n_retiring >= RL_DISPATCH_THREADS_MAX)
+        return RL_ERANGE;
     rl_ring_t *ring;
     rc = rl_ring_add(d->route.ring, &m, &ring);
     if (rc)
@@ -452,23 +459,36 @@ int rl_dispatch_add_lane(rl_dispatcher_t *d, const char *name)
     rl__lane *lane = NULL;
     rc = rl__lane_new(d, name, &lane);
     if (!rc) {
-        rc = rl__lane_start(lane);
+        pthread_rwlock_wrlock(&d->route_lock);
+        rc = rl__slot_take(d, lane);
+        pthread_rwlock_unlock(&d->route_lock);
         if (rc)
             rl__lane_free(lane);
     }
+    if (!rc && dedicated) {
+        rc = rl__pool_resize(d, rl__workers_wanted(d) + 1); /* the lane's worker, first */
+        if (rc) {
+            pthread_rwlock_wrlock(&d->route_lock);
+            rl__slot_free(d, lane);
+            pthread_rwlock_unlock(&d->route_lock);
+            rl__lane_free(lane);
+        }
+    }
     if (rc) {
         rl_ring_free(ring);
+        if (dedicated)
+            rl__pool_resize(d, rl__workers_wanted(d));
         return rc;
     }
     rc = change(d, ring, lane, NULL);
     if (rc) {
-        /* Nothing routes to the new lane: stop its idle worker. */
-        uv_mutex_lock(&lane->mu);
-        lane->retiring = true;
-        uv_cond_signal(&lane->cv);
-        uv_mutex_unlock(&lane->mu);
-        uv_thread_join(&lane->thread);
+        /* Nothing routes to the new lane, and nothing ever ran on it. */
+        pthread_rwlock_wrlock(&d->route_lock);
+        rl__slot_free(d, lane);
+        pthread_rwlock_unlock(&d->route_lock);
         rl__lane_free(lane);
+        if (dedicated)
+            rl__pool_resize(d, rl__workers_wanted(d));
     }
     return rc;
 }

@@ -33,30 +33,31 @@ static void take_from_queue(rl__lq *q, int64_t tag, rl__jobq *out)
     q->len = kept;
 }
 
-/* Under l->mu. */
-static void take_from_lane(rl__lane *l, int64_t tag, rl__jobq *out)
+/* Under l->mu. True when the lane's job waiting for a retry was taken: the caller lets the
+ * lane go on (rl__lane_release_taken) once it has dropped the locks. */
+static bool take_from_lane(rl__lane *l, int64_t tag, rl__jobq *out)
 {
     take_from_queue(&l->queue, tag, out);
     for (rl__fence *f = l->fences; f; f = f->next_held)
         l->parked -= take_from(&f->parked, tag, out);
-    /* A job waiting for a retry has not started its next attempt: it can go back too. The
-     * worker notices cur_job is gone when it wakes and never touches the job again. */
-    if (l->in_backoff && l->cur_job && l->cur_job->pub.tag == tag) {
+    rl__lane_set_depth(l);
+    /* A job waiting for a retry has not started its next attempt: it can go back too. */
+    if (l->busy && l->cur_job && (l->in_backoff || l->retry_due) && l->cur_job->pub.tag == tag) {
         rl__jobq_push(out, l->cur_job);
         l->cur_job = NULL;
-        uv_cond_broadcast(&l->cv);
+        return true;
     }
-    rl__lane_set_depth(l);
+    return false;
 }
 
-/* Every lane's mutex, in route order and then the retiring lanes: with the route lock held for
- * writing, so no other code holds two of them (dispatch_internal.h). */
+/* Every lane's mutex (the ring's lanes and the retiring ones all have a slot), in slot order:
+ * a lane keeps its slot for life, so every call takes them in the same order. With the route
+ * lock held for writing, so no other code holds two of them (dispatch_internal.h). */
 static void lock_lanes(rl_dispatcher_t *d, bool lock)
 {
-    for (size_t i = 0; i < d->route.n; i++)
-        (lock ? uv_mutex_lock : uv_mutex_unlock)(&d->route.lanes[i]->mu);
-    for (rl__lane *r = d->retiring; r; r = r->next_retiring)
-        (lock ? uv_mutex_lock : uv_mutex_unlock)(&r->mu);
+    for (uint32_t s = 0; s < d->nslots; s++)
+        if (d->slots[s])
+            (lock ? uv_mutex_lock : uv_mutex_unlock)(&d->slots[s]->mu);
 }
 
 /* After a close in STOP mode: the jobs of `tag` that wait to be handed back when the close
@@ -87,18 +88,32 @@ int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count)
      * its later jobs were taken elsewhere (a fence released by a worker whose job was taken
      * from its retry delay, or simply a worker still running the key's queue), and their
      * completions would end after the jobs handed back. */
+    rl__lane *taken = NULL; /* lanes whose job was taken from its retry delay */
     pthread_rwlock_wrlock(&d->route_lock);
     lock_lanes(d, true);
-    for (size_t i = 0; i < d->route.n; i++)
-        take_from_lane(d->route.lanes[i], tag, &out);
-    for (rl__lane *r = d->retiring; r; r = r->next_retiring)
-        take_from_lane(r, tag, &out);
+    for (size_t i = 0; i < d->route.n; i++) {
+        rl__lane *l = d->route.lanes[i];
+        if (take_from_lane(l, tag, &out)) {
+            l->next_taken = taken;
+            taken = l;
+        }
+    }
+    for (rl__lane *r = d->retiring; r; r = r->next_retiring) {
+        if (take_from_lane(r, tag, &out)) {
+            r->next_taken = taken;
+            taken = r;
+        }
+    }
     /* Every job on the completion stack now started before this moment, so it comes before
      * the jobs taken in its key's order: those end first. A job still in its handler ends
      * after them (the header's exception). */
     rl__collect_completions(d);
     lock_lanes(d, false);
     pthread_rwlock_unlock(&d->route_lock);
+    for (rl__lane *l = taken, *nx; l; l = nx) {
+        nx = l->next_taken;
+        rl__lane_release_taken(l); /* it goes on with its other jobs */
+    }
     take_returned(d, tag, &out);
     rl__deliver_collected(d);
     if (count)
@@ -133,20 +148,42 @@ int rl_dispatch_wait_tag(rl_dispatcher_t *d, int64_t tag, uint64_t timeout_ms)
 {
     if (!d)
         return RL_EINVAL;
-    if (rl__worker_of == d && rl__worker_lane->cur_tag == tag)
+    if (rl__worker_of == d && rl__worker_lane && rl__worker_lane->cur_tag == tag)
         return RL_ESTATE; /* a handler waiting for its own job: it would only time out */
     rl__enter(d);
     uint64_t deadline = rl__deadline_after_ms(timeout_ms);
     int rc = 0;
     /* Registered before looking: a worker that finishes after the look sees a waiter. */
     atomic_fetch_add(&d->tag_waiters, 1);
+    /* On the loop thread the dispatcher's own loop work cannot run while this waits, so it does
+     * that work here: retries that fall due (their timers live on the loop) and, with an
+     * asynchronous handler, starting the jobs that are ready. A timer request from another
+     * thread wakes this wait. */
+    bool on_loop = rl__on_loop_thread(d);
     uv_mutex_lock(&d->wait_mu);
-    while (tag_in_flight(d, tag)) {
+    for (;;) {
+        if (!tag_in_flight(d, tag))
+            break;
+        uint64_t until = deadline;
+        if (on_loop) {
+            /* Without wait_mu: what runs here may end jobs, which takes it. */
+            uv_mutex_unlock(&d->wait_mu);
+            uint64_t next = rl__timers_run(d);
+            if (d->async_mode)
+                rl__run_async_ready(d);
+            uv_mutex_lock(&d->wait_mu);
+            if (!tag_in_flight(d, tag))
+                break;
+            if (rl__timers_pending(d))
+                continue; /* asked for meanwhile: its wake-up may have come before this wait */
+            if (next < until)
+                until = next;
+        }
         if (uv_hrtime() >= deadline) {
             rc = RL_ETIMEDOUT;
             break;
         }
-        rl__cond_wait_until(&d->wait_cv, &d->wait_mu, deadline);
+        rl__cond_wait_until(&d->wait_cv, &d->wait_mu, until);
     }
     uv_mutex_unlock(&d->wait_mu);
     atomic_fetch_sub(&d->tag_waiters, 1);

@@ -69,7 +69,6 @@ static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t ta
 
     int rc = 0;
     bool global_refusal = false;
-    rl__lane *wake = NULL;
     pthread_rwlock_rdlock(&d->route_lock);
     if (atomic_load_explicit(&d->closing, memory_order_relaxed)) {
         rc = RL_ECLOSED;
@@ -101,14 +100,11 @@ static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t ta
                 l->parked++;
             } else {
                 rl__lq_push(&l->queue, j);
-                if (l->sleeping)
-                    wake = l;
+                rl__lane_ready(l); /* an idle lane: an executor takes it */
             }
             rl__lane_set_depth(l);
         }
         uv_mutex_unlock(&l->mu);
-        if (wake) /* after the unlock, so the worker does not wake into a held mutex */
-            uv_cond_signal(&wake->cv);
     }
     pthread_rwlock_unlock(&d->route_lock);
     if (global_refusal)

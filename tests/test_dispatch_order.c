@@ -55,6 +55,13 @@ typedef struct job_rec {
     atomic_uint calls;     /* handler calls */
 } job_rec;
 
+/* An asynchronous attempt waiting for a completer thread. */
+typedef struct pending {
+    uint64_t ticket;
+    job_rec *r;
+    bool fail;
+} pending;
+
 typedef struct key_state {
     atomic_int inside;       /* a handler of the key is running */
     atomic_int last_started; /* seq of the last handler call, -1 before the first */
@@ -98,6 +105,15 @@ typedef struct world {
     bool closing;
     int closed;
     job_rec *barrier;
+    int mode; /* how jobs run: a mode_names entry */
+
+    /* asynchronous mode: attempts waiting for a completer thread */
+    uv_mutex_t pend_mu;
+    uv_cond_t pend_cv;
+    pending *pend;
+    size_t npend, pend_head, pend_cap;
+    bool completers_stop;
+    _Atomic uint64_t barrier_ticket;
 
     /* the soak: run for soak_ns, report every 10 s */
     uint64_t soak_ns, start_ns, next_change_ns;
@@ -106,6 +122,7 @@ typedef struct world {
 
 static long soak_seconds; /* 0: the test runs; else the soak's length */
 static const char *soak_profile = "jump";
+static int soak_mode; /* --mode dedicated|pool|async */
 
 static void violation(world *w, const char *fmt, int key, int seq, int other)
 {
@@ -154,19 +171,10 @@ static int key_name(int key, char *buf, size_t cap)
     return snprintf(buf, cap, "%04x-key-%d", (unsigned)key * 131u % 65536u, key);
 }
 
-static int handler(rl_dispatcher_t *d, rl_dispatch_job *job)
+/* The start of an attempt: the checks, and whether it fails. */
+static bool attempt_start(world *w, job_rec *r, const rl_dispatch_job *job)
 {
-    world *w = rl_dispatch_get_data(d);
-    job_rec *r = job->data;
     atomic_fetch_add(&r->calls, 1);
-    if (r->key == BARRIER_KEY) {
-        /* Close was called after this started: hold it open until no thread calls any more. */
-        atomic_store(&w->barrier_started, true);
-        while (!atomic_load(&w->close_called) || atomic_load(&w->running) > 0)
-            sched_yield();
-        atomic_store(&r->completed, true);
-        return 0;
-    }
     key_state *k = &w->keys[r->key];
     if (atomic_exchange(&k->inside, 1) != 0) {
         atomic_fetch_add(&w->violations, 1);
@@ -184,15 +192,106 @@ static int handler(rl_dispatcher_t *d, rl_dispatch_job *job)
         rl_mix64(((uint64_t)r->key << 32) ^ (uint64_t)r->seq ^ ((uint64_t)job->attempts << 56));
     /* About 1 call in 64 fails and is retried; 1 job in 2,048 fails every attempt (dead). */
     bool dead = rl_mix64(((uint64_t)r->key << 32) ^ (uint64_t)r->seq) % 2048 == 7;
-    bool fail = dead || (h % 64 == 0 && job->attempts + 1 < MAX_ATTEMPTS);
-    if (h % 97 == 1)
-        sched_yield(); /* let other lanes interleave */
+    return dead || (h % 64 == 0 && job->attempts + 1 < MAX_ATTEMPTS);
+}
+
+/* The end of an attempt (before the dispatcher hears of it). */
+static void attempt_end(world *w, job_rec *r, bool fail)
+{
     if (fail)
         atomic_fetch_add(&w->failures, 1);
     else
         atomic_store(&r->completed, true);
-    atomic_store(&k->inside, 0);
+    atomic_store(&w->keys[r->key].inside, 0);
+}
+
+/* Blocking: a worker thread, a dedicated one or one of a shared pool. */
+static int handler(rl_dispatcher_t *d, rl_dispatch_job *job)
+{
+    world *w = rl_dispatch_get_data(d);
+    job_rec *r = job->data;
+    if (r->key == BARRIER_KEY) {
+        /* Close was called after this started: hold it open until no thread calls any more. */
+        atomic_fetch_add(&r->calls, 1);
+        atomic_store(&w->barrier_started, true);
+        while (!atomic_load(&w->close_called) || atomic_load(&w->running) > 0)
+            sched_yield();
+        atomic_store(&r->completed, true);
+        return 0;
+    }
+    bool fail = attempt_start(w, r, job);
+    if (rl_mix64((uint64_t)r->seq ^ ((uint64_t)r->key << 40)) % 97 == 1)
+        sched_yield(); /* let other lanes interleave */
+    attempt_end(w, r, fail);
     return fail ? -1 : 0;
+}
+
+/* Asynchronous: started on the loop; a third of the attempts complete at once (inside the
+ * handler), the rest on one of the completer threads, in the order they were started. */
+static void async_handler(rl_dispatcher_t *d, rl_dispatch_job *job)
+{
+    world *w = rl_dispatch_get_data(d);
+    job_rec *r = job->data;
+    if (r->key == BARRIER_KEY) { /* completed by a completer once the threads have stopped */
+        atomic_fetch_add(&r->calls, 1);
+        atomic_store(&w->barrier_ticket, job->ticket);
+        atomic_store(&w->barrier_started, true);
+        return;
+    }
+    bool fail = attempt_start(w, r, job);
+    if (rl_mix64((uint64_t)r->seq ^ ((uint64_t)r->key << 40)) % 3 == 0) {
+        attempt_end(w, r, fail);
+        int rc = rl_dispatch_complete(d, job->ticket, fail ? -1 : 0);
+        if (rc != 0)
+            fail_msg("complete inside the handler: %s", rl_err_name(rc));
+        return;
+    }
+    uv_mutex_lock(&w->pend_mu);
+    if (w->npend == w->pend_cap) {
+        w->pend_cap = w->pend_cap ? w->pend_cap * 2 : 1024;
+        w->pend = realloc(w->pend, w->pend_cap * sizeof *w->pend);
+        assert_non_null(w->pend);
+    }
+    w->pend[w->npend++] = (pending){job->ticket, r, fail};
+    uv_cond_signal(&w->pend_cv);
+    uv_mutex_unlock(&w->pend_mu);
+}
+
+static void completer_thread(void *arg)
+{
+    world *w = arg;
+    uv_mutex_lock(&w->pend_mu);
+    while (!w->completers_stop) {
+        if (w->pend_head == w->npend) {
+            w->pend_head = w->npend = 0;
+            /* The barrier: completed once close was called and no other thread calls. */
+            uint64_t bt = atomic_load(&w->barrier_ticket);
+            if (bt && atomic_load(&w->close_called) && atomic_load(&w->running) == 0 &&
+                atomic_compare_exchange_strong(&w->barrier_ticket, &bt, 0)) {
+                uv_mutex_unlock(&w->pend_mu);
+                w->barrier->completed = true;
+                int rc = rl_dispatch_complete(w->d, bt, 0);
+                if (rc != 0)
+                    fail_msg("complete the barrier: %s", rl_err_name(rc));
+                uv_mutex_lock(&w->pend_mu);
+                continue;
+            }
+            uv_cond_timedwait(&w->pend_cv, &w->pend_mu, 1000000); /* 1 ms: the barrier */
+            continue;
+        }
+        pending p = w->pend[w->pend_head++];
+        uv_mutex_unlock(&w->pend_mu);
+        if (rl_mix64(p.ticket) % 7 == 0)
+            sched_yield();
+        attempt_end(w, p.r, p.fail);
+        int rc = rl_dispatch_complete(w->d, p.ticket, p.fail ? -1 : 0);
+        if (rc != 0) {
+            atomic_fetch_add(&w->violations, 1);
+            violation(w, "complete: %d (key %d, job %d)", rc, p.r->key, p.r->seq);
+        }
+        uv_mutex_lock(&w->pend_mu);
+    }
+    uv_mutex_unlock(&w->pend_mu);
 }
 
 /* The order of one key's on_done calls (see the top of the file). */
@@ -511,7 +610,12 @@ typedef struct result {
     int changes;
 } result;
 
-static result run(const char *profile, int changes, uint64_t jobs, int close_mode)
+enum { MODE_DEDICATED, MODE_POOL, MODE_ASYNC, MODES };
+static const char *const mode_names[MODES] = {"a thread per lane", "2 shared workers",
+                                              "asynchronous"};
+#define COMPLETERS 2
+
+static result run(const char *profile, int changes, uint64_t jobs, int close_mode, int mode)
 {
     world *w = calloc(1, sizeof *w);
     assert_non_null(w);
@@ -519,7 +623,10 @@ static result run(const char *profile, int changes, uint64_t jobs, int close_mod
     w->target_changes = changes;
     w->target_jobs = jobs;
     w->close_mode = close_mode;
+    w->mode = mode;
     w->rng = 42;
+    assert_int_equal(uv_mutex_init(&w->pend_mu), 0);
+    assert_int_equal(uv_cond_init(&w->pend_cv), 0);
     assert_int_equal(uv_mutex_init(&w->msg_mu), 0);
     for (int k = 0; k < KEYS; k++)
         atomic_store(&w->keys[k].last_started, -1);
@@ -536,7 +643,12 @@ static result run(const char *profile, int changes, uint64_t jobs, int close_mod
     o.lanes = initial;
     o.lane_count = 3;
     o.ring = &ro;
-    o.handler = handler;
+    if (mode == MODE_ASYNC)
+        o.async_handler = async_handler;
+    else
+        o.handler = handler;
+    if (mode == MODE_POOL)
+        o.workers = 2; /* fewer than the lanes: each lane by one worker at a time */
     o.on_done = on_done;
     o.data = w;
     o.lane_capacity = 64; /* small limits: blocking submitters wait on lanes and on max_jobs */
@@ -554,6 +666,9 @@ static result run(const char *profile, int changes, uint64_t jobs, int close_mod
         assert_int_equal(uv_thread_create(&threads[i], submit_thread, &subs[i]), 0);
     }
     assert_int_equal(uv_thread_create(&watcher, watch_thread, w), 0);
+    uv_thread_t completers[COMPLETERS];
+    for (int i = 0; i < COMPLETERS && mode == MODE_ASYNC; i++)
+        assert_int_equal(uv_thread_create(&completers[i], completer_thread, w), 0);
     assert_int_equal(uv_thread_create(&watchdog, watchdog_thread, w), 0);
     if (soak_seconds > 0) {
         w->soak_ns = (uint64_t)soak_seconds * 1000000000ull;
@@ -570,6 +685,15 @@ static result run(const char *profile, int changes, uint64_t jobs, int close_mod
     for (int i = 0; i < SUBMITTERS; i++)
         uv_thread_join(&threads[i]);
     uv_thread_join(&watcher);
+    uv_mutex_lock(&w->pend_mu);
+    w->completers_stop = true;
+    uv_cond_broadcast(&w->pend_cv);
+    uv_mutex_unlock(&w->pend_mu);
+    for (int i = 0; i < COMPLETERS && mode == MODE_ASYNC; i++)
+        uv_thread_join(&completers[i]);
+    free(w->pend);
+    uv_cond_destroy(&w->pend_cv);
+    uv_mutex_destroy(&w->pend_mu);
     uv_thread_join(&watchdog);
     assert_int_equal(uv_loop_close(&w->loop), 0);
 
@@ -581,13 +705,13 @@ static result run(const char *profile, int changes, uint64_t jobs, int close_mod
         if (ks->next_end != atomic_load(&ks->submitted) || ks->gap_open)
             unended++;
     }
-    print_message("order check [%s, close %s]: %llu jobs over %d keys (hot key: %d), %d lane "
+    print_message("order check [%s, %s, close %s]: %llu jobs over %d keys (hot key: %d), %d lane "
                   "changes (%d adds, %d removes, %d times no lane, %d refused: busy), "
                   "longest change %.3f ms, "
                   "%llu injected failures, %d takes handing back %d jobs; ended: %llu done, "
                   "%llu dead, %llu returned: %d handler violations, %d completion violations, "
                   "%d take violations, %d keys with jobs not ended%s%s\n",
-                  profile, close_mode == RL_DISPATCH_STOP ? "stop" : "drain",
+                  profile, mode_names[mode], close_mode == RL_DISPATCH_STOP ? "stop" : "drain",
                   (unsigned long long)total, KEYS, atomic_load(&w->keys[HOT_KEY].submitted),
                   w->changes, w->adds, w->removes, w->empty_rounds, w->busy_refusals,
                   (double)w->max_change_ns / 1e6, (unsigned long long)atomic_load(&w->failures),
@@ -617,21 +741,21 @@ static void test_order_every_profile(void **state)
 {
     (void)state;
     if (soak_seconds > 0) {
-        run(soak_profile, 1, 1, RL_DISPATCH_DRAIN); /* by the clock */
+        run(soak_profile, 1, 1, RL_DISPATCH_DRAIN, soak_mode); /* by the clock */
         return;
     }
-    size_t n = rl_profile_count();
+    size_t n = rl_profile_count() * MODES;
     int changes = long_run ? (SLOW_BUILD ? 1200 : 3000) : 100;
     uint64_t jobs = long_run ? (SLOW_BUILD ? 100000 : 3000000) : (SLOW_BUILD ? 10000 : 40000);
-    /* The long run spreads its changes and jobs over the profiles; the short one gives each
-     * profile all the changes and a third of the jobs. */
+    /* Every profile in every mode. The long run spreads its changes and jobs over them; the
+     * short one gives each all the changes and a ninth of the jobs. */
     int per_changes = long_run ? (int)((size_t)changes / n + 1) : changes;
-    uint64_t per_jobs = long_run ? jobs / n + 1 : jobs / 3;
+    uint64_t per_jobs = long_run ? jobs / n + 1 : jobs / 9;
     int all_changes = 0;
     for (size_t i = 0; i < n; i++) {
-        const char *profile = rl_profile_at(i)->name;
-        result r =
-            run(profile, per_changes, per_jobs, i % 2 ? RL_DISPATCH_STOP : RL_DISPATCH_DRAIN);
+        const char *profile = rl_profile_at(i / MODES)->name;
+        result r = run(profile, per_changes, per_jobs,
+                       (i / MODES) % 2 ? RL_DISPATCH_STOP : RL_DISPATCH_DRAIN, (int)(i % MODES));
         all_changes += r.changes;
     }
     assert_true(all_changes >= (long_run ? changes : 0));
@@ -645,6 +769,10 @@ int main(int argc, char **argv)
             soak_seconds = strtol(argv[i + 1], NULL, 10);
         if (strcmp(argv[i], "--profile") == 0)
             soak_profile = argv[i + 1];
+        if (strcmp(argv[i], "--mode") == 0)
+            soak_mode = strcmp(argv[i + 1], "async") == 0  ? 2
+                        : strcmp(argv[i + 1], "pool") == 0 ? 1
+                                                           : 0;
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_order_every_profile),

@@ -1,0 +1,306 @@
+/* What runs a lane's jobs: a pool of worker threads for blocking handlers, the loop thread for
+ * asynchronous ones; and the tickets that finish an asynchronous attempt. */
+#include "dispatch_internal.h"
+
+#include <stdlib.h>
+
+_Thread_local const rl__lane *rl__worker_lane;
+
+/* Jobs one worker runs from a lane before it puts the lane back at the end of the ready list:
+ * a busy lane keeps its worker without a trip through the list, and still cannot keep it from
+ * the other ready lanes for long when workers are fewer than lanes. */
+#define SERVE_BATCH 64
+
+/* Runs up to SERVE_BATCH jobs of a lane this worker took from the ready list. */
+static void serve_lane(rl_dispatcher_t *d, rl__lane *l)
+{
+    rl__worker_lane = l;
+    uv_mutex_lock(&l->mu);
+    l->queued = false;
+    l->owned = true;
+    for (int n = 0; n < SERVE_BATCH; n++) {
+        rl__job *returned;
+        rl__job *j = rl__lane_next(l, &returned);
+        if (!j) {
+            if (returned) {
+                uv_mutex_unlock(&l->mu);
+                rl__job_finished(l, returned, RL_DISPATCH_RETURNED);
+                uv_mutex_lock(&l->mu);
+                continue;
+            }
+            break;
+        }
+        uv_mutex_unlock(&l->mu);
+        int rc = d->opts.handler(d, &j->pub);
+        bool over = rl__attempt_ended(l, j, rc);
+        uv_mutex_lock(&l->mu);
+        if (!over)
+            break; /* the job waits for its retry: the lane is busy with it */
+    }
+    l->owned = false;
+    rl__lane_ready(l); /* still runnable: back to the end of the list */
+    bool last = (l->retiring || atomic_load(&d->closing)) && rl__lane_idle(l);
+    uv_mutex_unlock(&l->mu);
+    rl__worker_lane = NULL;
+    if (last)
+        uv_async_send(&d->async);
+}
+
+static void pool_worker(void *arg)
+{
+    rl__worker *self = arg;
+    rl_dispatcher_t *d = self->d;
+    rl__worker_of = d;
+    uv_mutex_lock(&d->ready_mu);
+    for (;;) {
+        while (!d->ready_head && !d->pool_quit && d->live_workers <= d->target_workers) {
+            d->idle_workers++;
+            uv_cond_wait(&d->ready_cv, &d->ready_mu);
+            d->idle_workers--;
+        }
+        if (d->pool_quit || d->live_workers > d->target_workers)
+            break;
+        rl__lane *l = d->ready_head;
+        d->ready_head = l->next_ready;
+        if (!d->ready_head)
+            d->ready_tail = NULL;
+        uv_mutex_unlock(&d->ready_mu);
+        serve_lane(d, l);
+        uv_mutex_lock(&d->ready_mu);
+    }
+    d->live_workers--;
+    self->exited = true;
+    uv_mutex_unlock(&d->ready_mu);
+    uv_async_send(&d->async); /* the loop joins it */
+}
+
+/* Starts one worker thread. */
+static int pool_add(rl_dispatcher_t *d)
+{
+    if (d->nworkers == d->workers_cap) {
+        size_t cap = d->workers_cap ? d->workers_cap * 2 : 8;
+        rl__worker **v = realloc(d->workers, cap * sizeof *v);
+        if (!v)
+            return RL_ENOMEM;
+        d->workers = v;
+        d->workers_cap = cap;
+    }
+    rl__worker *w = calloc(1, sizeof *w);
+    if (!w)
+        return RL_ENOMEM;
+    w->d = d;
+    uv_mutex_lock(&d->ready_mu);
+    d->live_workers++;
+    uv_mutex_unlock(&d->ready_mu);
+    if (uv_thread_create(&w->thread, pool_worker, w) != 0) {
+        uv_mutex_lock(&d->ready_mu);
+        d->live_workers--;
+        uv_mutex_unlock(&d->ready_mu);
+        free(w);
+        return RL_ENOMEM;
+    }
+    d->workers[d->nworkers++] = w;
+    return 0;
+}
+
+int rl__pool_resize(rl_dispatcher_t *d, size_t target)
+{
+    uv_mutex_lock(&d->ready_mu);
+    size_t live = d->live_workers;
+    d->target_workers = target;
+    uv_mutex_unlock(&d->ready_mu);
+    if (target < live)
+        uv_cond_broadcast(&d->ready_cv); /* idle ones above the target leave */
+    for (size_t k = live; k < target; k++) {
+        int rc = pool_add(d);
+        if (rc) {
+            uv_mutex_lock(&d->ready_mu);
+            d->target_workers = d->live_workers;
+            uv_mutex_unlock(&d->ready_mu);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int rl__pool_start(rl_dispatcher_t *d, size_t target)
+{
+    return rl__pool_resize(d, target);
+}
+
+void rl__pool_reap(rl_dispatcher_t *d)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < d->nworkers; i++) {
+        rl__worker *w = d->workers[i];
+        uv_mutex_lock(&d->ready_mu);
+        bool exited = w->exited;
+        uv_mutex_unlock(&d->ready_mu);
+        if (exited) {
+            uv_thread_join(&w->thread);
+            free(w);
+        } else {
+            d->workers[kept++] = w;
+        }
+    }
+    d->nworkers = kept;
+}
+
+void rl__pool_stop(rl_dispatcher_t *d)
+{
+    uv_mutex_lock(&d->ready_mu);
+    d->pool_quit = true;
+    uv_cond_broadcast(&d->ready_cv);
+    uv_mutex_unlock(&d->ready_mu);
+    for (size_t i = 0; i < d->nworkers; i++) {
+        uv_thread_join(&d->workers[i]->thread);
+        free(d->workers[i]);
+    }
+    d->nworkers = 0;
+    free(d->workers);
+    d->workers = NULL;
+    d->workers_cap = 0;
+}
+
+/* --- asynchronous jobs: started on the loop thread --- */
+
+/* The ticket of an attempt: the lane's slot above, a dispatcher-wide count below (never 0). */
+#define TICKET_COUNT_BITS 40
+#define TICKET_COUNT_MASK ((UINT64_C(1) << TICKET_COUNT_BITS) - 1)
+
+/* Lanes started per call, before the loop gets a turn (the rest are started on the next). */
+#define ASYNC_BATCH 4096
+
+void rl__run_async_ready(rl_dispatcher_t *d)
+{
+    for (int n = 0; n < ASYNC_BATCH; n++) {
+        uv_mutex_lock(&d->ready_mu);
+        rl__lane *l = d->ready_head;
+        if (l) {
+            d->ready_head = l->next_ready;
+            if (!d->ready_head)
+                d->ready_tail = NULL;
+        }
+        uv_mutex_unlock(&d->ready_mu);
+        if (!l)
+            return;
+        uv_mutex_lock(&l->mu);
+        l->queued = false;
+        rl__job *returned;
+        rl__job *j = rl__lane_next(l, &returned);
+        uint64_t ticket = 0;
+        if (j) {
+            d->ticket_gen = (d->ticket_gen + 1) & TICKET_COUNT_MASK;
+            if (!d->ticket_gen)
+                d->ticket_gen = 1;
+            ticket = ((uint64_t)l->slot << TICKET_COUNT_BITS) | d->ticket_gen;
+            l->cur_ticket = ticket;
+            j->pub.ticket = ticket;
+            if (d->opts.job_timeout_ms)
+                l->timer_refs++;
+        }
+        uv_mutex_unlock(&l->mu);
+        if (returned) {
+            rl__job_finished(l, returned, RL_DISPATCH_RETURNED);
+            continue;
+        }
+        if (!j)
+            continue;
+        if (d->opts.job_timeout_ms) {
+            rl__timer_entry e = {uv_hrtime() + (uint64_t)d->opts.job_timeout_ms * 1000000u, l,
+                                 ticket, RL__TIMER_DEADLINE};
+            if (rl__timer_add(d, e) != 0) {
+                uv_mutex_lock(&l->mu);
+                l->timer_refs--; /* no deadline for this attempt: it waits for its completion */
+                uv_mutex_unlock(&l->mu);
+            }
+        }
+        d->opts.async_handler(d, &j->pub); /* may complete the job inside */
+    }
+    uv_async_send(&d->async); /* more may be ready: after the loop's other work */
+}
+
+/* The lane a ticket names, locked, if its attempt still waits; else NULL. Under route_lock. */
+static rl__lane *ticket_lane(rl_dispatcher_t *d, uint64_t ticket)
+{
+    uint64_t slot = ticket >> TICKET_COUNT_BITS;
+    if (slot >= d->nslots || !d->slots[slot])
+        return NULL;
+    rl__lane *l = d->slots[slot];
+    uv_mutex_lock(&l->mu);
+    if (l->busy && l->cur_job && l->cur_ticket == ticket)
+        return l;
+    uv_mutex_unlock(&l->mu);
+    return NULL;
+}
+
+int rl__attempt_claim(rl_dispatcher_t *d, uint64_t ticket, rl__lane **lane, rl__job **job)
+{
+    pthread_rwlock_rdlock(&d->route_lock);
+    rl__lane *l = ticket_lane(d, ticket);
+    pthread_rwlock_unlock(&d->route_lock);
+    if (!l)
+        return RL_ESTALE;
+    /* Claimed: no one else can end this attempt now (the ticket is void), and the lane stays
+     * busy, so it is not freed, until the attempt has ended. */
+    l->cur_ticket = 0;
+    *job = l->cur_job;
+    *lane = l;
+    uv_mutex_unlock(&l->mu);
+    return 0;
+}
+
+int rl_dispatch_complete(rl_dispatcher_t *d, uint64_t ticket, int status)
+{
+    if (!d || !ticket)
+        return RL_EINVAL;
+    if (!d->async_mode)
+        return RL_ESTATE;
+    rl__enter(d);
+    rl__lane *l;
+    rl__job *j;
+    int rc = rl__attempt_claim(d, ticket, &l, &j);
+    if (!rc)
+        rl__attempt_ended(l, j, status);
+    rl__leave(d);
+    return rc;
+}
+
+/* --- slots: the lane of a ticket --- */
+
+int rl__slot_take(rl_dispatcher_t *d, rl__lane *l)
+{
+    if (d->free_slot < d->nslots) {
+        uint32_t s = d->free_slot;
+        /* Free slots hold NULL; the next free one is found by a scan from here, rarely long:
+         * slots are freed only when retired lanes are. */
+        d->slots[s] = l;
+        l->slot = s;
+        uint32_t next = s + 1;
+        while (next < d->nslots && d->slots[next])
+            next++;
+        d->free_slot = next;
+        return 0;
+    }
+    if (d->nslots == d->slots_cap) {
+        uint32_t cap = d->slots_cap ? d->slots_cap * 2 : 64;
+        rl__lane **v = realloc(d->slots, cap * sizeof *v);
+        if (!v)
+            return RL_ENOMEM;
+        d->slots = v;
+        d->slots_cap = cap;
+    }
+    l->slot = d->nslots;
+    d->slots[d->nslots++] = l;
+    d->free_slot = d->nslots;
+    return 0;
+}
+
+void rl__slot_free(rl_dispatcher_t *d, rl__lane *l)
+{
+    if (l->slot < d->nslots && d->slots[l->slot] == l) {
+        d->slots[l->slot] = NULL;
+        if (l->slot < d->free_slot)
+            d->free_slot = l->slot;
+    }
+}
