@@ -234,40 +234,11 @@ static void live_consumer_rules(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
-/* An asynchronous consumer without lanes gets RL_CONSUMER_ASYNC_LANES of them; a ticket it
- * never gave answers RL_ESTALE. */
-static void async_consumer_defaults(void **state)
-{
-    (void)state;
-    uv_loop_t loop;
-    assert_int_equal(uv_loop_init(&loop), 0);
-    rl_consumer_options o;
-    valid_options(&o);
-    o.handler = NULL;
-    o.async_handler = ok_async;
-    o.dispatch.lanes = NULL;
-    o.dispatch.lane_count = 0;
-    o.dispatch.job_timeout_ms = 1000;
-    rl_consumer_t *c = NULL;
-    assert_int_equal(rl_consumer_new(&loop, &o, &c), 0);
-    rl_dispatch_stats ds;
-    assert_int_equal(rl_dispatch_stats_get(rl_consumer_dispatcher(c), &ds, NULL, 0, NULL), 0);
-    assert_int_equal(ds.lanes, RL_CONSUMER_ASYNC_LANES);
-    assert_int_equal(rl_consumer_complete(c, 0, 0), RL_EINVAL);
-    assert_int_equal(rl_consumer_complete(c, 12345, 0), RL_ESTALE);
-    closed = 0;
-    assert_int_equal(rl_consumer_close(c, on_closed), 0);
-    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
-    assert_int_equal(closed, 1);
-    assert_int_equal(uv_loop_close(&loop), 0);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(new_refuses_bad_options),
         cmocka_unit_test(live_consumer_rules),
-        cmocka_unit_test(async_consumer_defaults),
     };
     return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
 }

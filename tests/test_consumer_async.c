@@ -502,9 +502,57 @@ static void async_failures_go_to_dlq(void **state)
     checker_free(&x.ck);
 }
 
+/* --- defaults --- */
+
+static void complete_at_once(rl_consumer_t *c, const rd_kafka_message_t *m, uint32_t attempt,
+                             uint64_t ticket)
+{
+    (void)m;
+    (void)attempt;
+    rl_consumer_complete(c, ticket, 0);
+}
+
+static void on_closed(rl_consumer_t *c)
+{
+    *(int *)rl_consumer_get_data(c) += 1;
+}
+
+/* An asynchronous consumer given no lanes gets RL_CONSUMER_ASYNC_LANES of them; a ticket it
+ * never gave answers RL_ESTALE. (Its rl_dispatch_take_tag holds every lane's mutex at once:
+ * more than ThreadSanitizer's deadlock detector can track, hence detect_deadlocks=0 for this
+ * suite in tests/CMakeLists.txt.) */
+static void async_consumer_defaults(void **state)
+{
+    (void)state;
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    static const char *const topics[] = {"async.defaults"};
+    int closed = 0;
+    rl_consumer_options o;
+    rl_consumer_options_init(&o);
+    o.conf = consumer_conf(&k, "g-async-defaults", "cooperative-sticky");
+    o.topics = topics;
+    o.topic_count = 1;
+    o.async_handler = complete_at_once;
+    o.dispatch.job_timeout_ms = 1000;
+    o.data = &closed;
+    rl_consumer_t *c = NULL;
+    assert_int_equal(rl_consumer_new(&loop, &o, &c), 0);
+    rl_dispatch_stats ds;
+    assert_int_equal(rl_dispatch_stats_get(rl_consumer_dispatcher(c), &ds, NULL, 0, NULL), 0);
+    assert_int_equal(ds.lanes, RL_CONSUMER_ASYNC_LANES);
+    assert_int_equal(rl_consumer_complete(c, 0, 0), RL_EINVAL);
+    assert_int_equal(rl_consumer_complete(c, 12345, 0), RL_ESTALE);
+    assert_int_equal(rl_consumer_close(c, on_closed), 0);
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(closed, 1);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(async_consumer_defaults),
         cmocka_unit_test(order_completed_from_a_loop_timer),
         cmocka_unit_test(order_completed_from_another_thread),
         cmocka_unit_test(revoke_waits_for_async_completions),
