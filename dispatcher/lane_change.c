@@ -3,9 +3,13 @@
  * THE PROTOCOL
  *
  * Routing is a ring over lane names. A key's jobs live in exactly one place at a time: its
- * lane's queue, or the parked list of a fence (below). A change computes the new ring, then, in
- * one critical section under the route lock held for writing (submitters excluded; workers keep
- * running, except while their own lane's mutex is taken for a moment):
+ * lane's queue, or the parked list of a fence (below). A lane has at most one job in flight:
+ * in a blocking handler on a pool worker, pending an asynchronous completion, or waiting for
+ * its retry on the loop's timer (lane.busy, under the lane's mutex). What runs it does not
+ * matter here: the protocol reads only the lane's state, so it is the same for every kind of
+ * lane. A change computes the new ring, then, in one critical section under the route lock
+ * held for writing (submitters excluded; jobs in flight go on, and executors take a lane's
+ * mutex only for a moment):
  *
  *  0. Make room. Count, for each lane, the jobs that steps A to C may bring to it, and grow its
  *     queue to hold them. This is the only step that can fail (RL_ENOMEM), and it changes no
@@ -17,8 +21,9 @@
  *     gives h to another lane, the fence with its parked list moves there whole.
  *  B. Arm fences. Each lane L with a job in flight (in its handler or waiting for a retry) and
  *     no fence, whose key h the new ring gives to another lane D, gets a fence for h held by D.
- *     Arming and the worker's "job finished" step both happen under L's mutex, so a fence is
- *     armed only while the job is still in flight and the worker always sees it.
+ *     Arming and the "job finished" step (whichever thread ends the job: a worker, a
+ *     completing thread, the loop's timer, take_tag) both happen under L's mutex, so a fence is
+ *     armed only while the job is still in flight and its end always sees it.
  *  C. Move queued jobs. Every lane is scanned front to back, on add and on remove alike; each
  *     job whose key the new ring gives to another lane D is taken out and appended, in scan
  *     order, to D's fence for that key if D holds one, else to the end of D's queue. (Removing
@@ -26,17 +31,19 @@
  *     members after the removed one, and ketama, envoy and maglev move some keys between
  *     survivors. The dispatcher takes every profile, so it assumes nothing about which lanes
  *     lose keys.)
- *     B and C run for one lane under one hold of its mutex. Apart, the worker could pop the
+ *     B and C run for one lane under one hold of its mutex. Apart, an executor could pop the
  *     next job of a key between them: B would see the lane idle, and C would move the key's
  *     later jobs to a lane that starts them at once, beside the one just popped.
  *  D. Publish the new route. A removed lane is marked retiring: it gets no new jobs, finishes
  *     its in-flight job, releases its fence, and the loop thread frees it once it is idle and
  *     no timer names it.
  *
- * When a worker's job ends, it publishes the completion, marks itself idle and, if its fence is
- * active, takes the route lock for reading and splices the parked list to the front of the
- * holder's queue (release). Submitters, under the same read lock and the holder's mutex, append
- * a job whose key has a fence at the holder to the parked list instead of the queue.
+ * When a lane's job ends, its completion is published, the lane is marked idle and, if its
+ * fence is active, the route lock is taken for reading and the parked list spliced to the front
+ * of the holder's queue (release). The lane starts no other job until the release is done: it
+ * stays held (owned) meanwhile, so it never has a second fence. Submitters, under the same read
+ * lock and the holder's mutex, append a job whose key has a fence at the holder to the parked
+ * list instead of the queue.
  *
  * INVARIANTS
  *
@@ -111,7 +118,7 @@ static void wake(rl__lane *l)
     rl__lane_ready(l);
 }
 
-/* The worker of l finished the job its fence waits for. The holder has room for the parked
+/* l's job that its fence waits for has ended. The holder has room for the parked
  * jobs (it keeps cap >= len + parked), so this cannot fail. */
 void rl__fence_release(rl__lane *l)
 {
@@ -196,7 +203,7 @@ static void count_leaving(rl__lane *l, plan *p)
     uv_mutex_unlock(&l->mu);
 }
 
-/* Steps B and C for one lane, under one hold of its mutex: were they apart, the worker could
+/* Steps B and C for one lane, under one hold of its mutex: were they apart, an executor could
  * start a job after B found it idle, and C would then move that key's later jobs unfenced.
  * Jobs that stay are compacted in place, jobs that leave go to p->moved or to the fence of
  * their key. */

@@ -6,8 +6,11 @@
  * while jobs with different keys run in parallel on different lanes.
  *
  * What runs a job is a separate choice from the lane. A blocking handler (opts.handler) runs on
- * a worker thread: by default each lane has one of its own; with opts.workers = W a fixed pool
- * of W threads serves every lane, each lane by at most one worker at a time. An asynchronous
+ * a worker thread of a pool: by default the pool has as many threads as there are lanes, so
+ * every lane with work has a thread at once; with opts.workers = W it has W threads shared by
+ * every lane. Either way a lane is served by at most one worker at a time, but not always the
+ * same one: a lane's jobs (and a key's) may run on different threads, one after another, so
+ * keep no per-lane state in thread-locals. An asynchronous
  * handler (opts.async_handler) runs on the loop thread, starts the work (a libuv request, say)
  * and returns; the job stays in flight, and its lane starts nothing else, until someone calls
  * rl_dispatch_complete with the job's ticket, from any thread. Lanes of an asynchronous
@@ -135,7 +138,8 @@ typedef struct rl_dispatch_options {
 /* Fills opts with the defaults in parentheses above and everything else NULL / 0. */
 RL_EXTERN void rl_dispatch_options_init(rl_dispatch_options *opts);
 
-/* Creates a dispatcher on `loop` and starts one worker per lane. Call on the loop thread.
+/* Creates a dispatcher on `loop` and starts its worker threads (none for an asynchronous
+ * handler). Call on the loop thread.
  * Errors: RL_EINVAL (NULL argument, not exactly one of handler and async_handler, zero lanes, a
  * zero capacity, max_attempts 0, backoff_max_ms < backoff_ms, workers or job_timeout_ms with
  * the other kind of handler), RL_ERANGE (over RL_DISPATCH_LANES_MAX lanes; over
