@@ -9,7 +9,14 @@
  * Runs alternate between the two, and each pair prints the ratio ringlane / baseline.
  *
  * Usage: bench_consumer [MESSAGES (200000)] [WORK_US (0)] [RUNS (3)] [LANES (4)]
- * RINGLANE_BENCH_LANE_CAPACITY and RINGLANE_BENCH_PENDING_MAX override those two defaults. */
+ * RINGLANE_BENCH_LANE_CAPACITY and RINGLANE_BENCH_PENDING_MAX override those two defaults.
+ *
+ * Asynchronous mode: bench_consumer async [MESSAGES (200000)] [RUNS (3)] [ASYNC_LANES (1024)]
+ * [THREADED_LANES (64)] [DELAY_MS (1)]. Each message finishes DELAY_MS after it starts; each
+ * run measures, in this order: the plain consumer with an empty handler (the mock cluster's
+ * ceiling), ringlane with an asynchronous handler on ASYNC_LANES lanes (the message finishes
+ * from a timer on the consumer's loop), and ringlane with today's threaded lanes, one thread per
+ * lane, the handler sleeping DELAY_MS. */
 #define _POSIX_C_SOURCE 200809L
 #include "bench_common.h"
 
@@ -147,21 +154,132 @@ static int handler(rl_consumer_t *c, const rd_kafka_message_t *m, uint32_t attem
     return 0;
 }
 
-static double run_ringlane(int run, int lanes)
+/* --- asynchronous mode: messages that finish delay_ms after they start --- */
+
+static int delay_ms = 1;
+static uv_loop_t *async_loop;
+
+/* Every message waits the same delay, so the waiting ones are due in the order they started:
+ * one FIFO and one timer, rather than a timer per message. */
+typedef struct due {
+    uint64_t at_ns, ticket;
+} due;
+
+static struct {
+    due *v;
+    size_t cap, head, len;
+    uv_timer_t timer;
+    rl_consumer_t *c;
+} waits;
+
+static void note_handled(void)
+{
+    if (atomic_fetch_add(&handled, 1) + 1 == messages)
+        atomic_store(&last_s, bench_now());
+}
+
+static void on_due(uv_timer_t *t)
+{
+    (void)t;
+    uint64_t now = uv_hrtime();
+    while (waits.len && waits.v[waits.head].at_ns <= now) {
+        uint64_t ticket = waits.v[waits.head].ticket;
+        waits.head = (waits.head + 1) % waits.cap;
+        waits.len--;
+        rl_consumer_complete(waits.c, ticket, 0);
+        note_handled();
+    }
+    if (waits.len) {
+        uint64_t at = waits.v[waits.head].at_ns;
+        uv_timer_start(&waits.timer, on_due, (at - now + 999999) / 1000000, 0);
+    }
+}
+
+static void async_handler(rl_consumer_t *c, const rd_kafka_message_t *m, uint32_t attempt,
+                          uint64_t ticket)
+{
+    (void)m;
+    (void)attempt;
+    double zero = 0;
+    atomic_compare_exchange_strong(&first_s, &zero, bench_now());
+    if (waits.len == waits.cap) {
+        size_t cap = waits.cap ? waits.cap * 2 : 4096;
+        due *v = malloc(cap * sizeof *v);
+        if (!v) {
+            fprintf(stderr, "bench_consumer: out of memory\n");
+            exit(1);
+        }
+        for (size_t i = 0; i < waits.len; i++)
+            v[i] = waits.v[(waits.head + i) % waits.cap];
+        free(waits.v);
+        waits.v = v;
+        waits.cap = cap;
+        waits.head = 0;
+    }
+    waits.c = c;
+    waits.v[(waits.head + waits.len) % waits.cap] =
+        (due){uv_hrtime() + (uint64_t)delay_ms * 1000000u, ticket};
+    if (waits.len++ == 0)
+        uv_timer_start(&waits.timer, on_due, (uint64_t)delay_ms, 0);
+}
+
+static int sleeping_handler(rl_consumer_t *c, const rd_kafka_message_t *m, uint32_t attempt)
+{
+    (void)c;
+    (void)m;
+    (void)attempt;
+    double zero = 0;
+    atomic_compare_exchange_strong(&first_s, &zero, bench_now());
+    struct timespec ts = {0, (long)delay_ms * 1000000L};
+    nanosleep(&ts, NULL);
+    note_handled();
+    return 0;
+}
+
+enum { SYNC_SPIN = 0, ASYNC_DELAY = 1, SYNC_SLEEP = 2 };
+
+static double run_ringlane(int run, int lanes, int kind)
 {
     char group[32];
-    snprintf(group, sizeof group, "ringlane-%d", run);
-    static const char *lane_names[] = {"lane-a", "lane-b", "lane-c", "lane-d",
-                                       "lane-e", "lane-f", "lane-g", "lane-h"};
+    snprintf(group, sizeof group, "ringlane-%d-%d", kind, run);
+    static const char *short_names[] = {"lane-a", "lane-b", "lane-c", "lane-d",
+                                        "lane-e", "lane-f", "lane-g", "lane-h"};
+    char **names = NULL;
     const char *topics[] = {TOPIC};
     rl_consumer_options o;
     rl_consumer_options_init(&o);
     o.conf = consumer_conf(group);
     o.topics = topics;
     o.topic_count = 1;
-    o.handler = handler;
-    o.dispatch.lanes = lane_names;
-    o.dispatch.lane_count = (size_t)lanes;
+    if (kind == ASYNC_DELAY) {
+        o.async_handler = async_handler;
+        o.dispatch.lanes = NULL; /* the default for asynchronous work, unless lanes is given */
+        o.dispatch.lane_count = 0;
+        if (lanes != (int)RL_CONSUMER_ASYNC_LANES) {
+            names = calloc((size_t)lanes, sizeof *names);
+            for (int i = 0; names && i < lanes; i++) {
+                names[i] = malloc(24);
+                if (names[i])
+                    snprintf(names[i], 24, "lane-%d", i);
+            }
+            o.dispatch.lanes = (const char *const *)names;
+            o.dispatch.lane_count = (size_t)lanes;
+        }
+    } else if (kind == SYNC_SLEEP) {
+        o.handler = sleeping_handler;
+        names = calloc((size_t)lanes, sizeof *names);
+        for (int i = 0; names && i < lanes; i++) {
+            names[i] = malloc(24);
+            if (names[i])
+                snprintf(names[i], 24, "lane-%d", i);
+        }
+        o.dispatch.lanes = (const char *const *)names;
+        o.dispatch.lane_count = (size_t)lanes;
+    } else {
+        o.handler = handler;
+        o.dispatch.lanes = short_names;
+        o.dispatch.lane_count = (size_t)lanes;
+    }
     o.dlq_topic = ""; /* no dead letters here */
     /* The consumer's defaults unless asked otherwise (to measure other depths). */
     if (getenv("RINGLANE_BENCH_LANE_CAPACITY"))
@@ -173,8 +291,13 @@ static double run_ringlane(int run, int lanes)
     atomic_store(&last_s, 0);
     uv_loop_t loop;
     uv_loop_init(&loop);
+    async_loop = &loop;
+    uv_timer_init(&loop, &waits.timer);
     rl_consumer_t *c = NULL;
     int rc = rl_consumer_new(&loop, &o, &c);
+    for (int i = 0; names && i < lanes; i++)
+        free(names[i]);
+    free(names);
     if (rc) {
         fprintf(stderr, "bench_consumer: rl_consumer_new: %s\n", rl_strerror(rc));
         exit(1);
@@ -187,6 +310,7 @@ static double run_ringlane(int run, int lanes)
                " refetched, %" PRIu64 " commits\n",
                st.pauses, st.resumes, st.refetched, st.commits);
     rl_consumer_close(c, NULL);
+    uv_close((uv_handle_t *)&waits.timer, NULL);
     /* The loop ends once the consumer has closed all it holds. */
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
@@ -199,8 +323,76 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[n / 2];
+}
+
+static int main_async(int argc, char **argv)
+{
+    messages = argc > 2 ? atol(argv[2]) : 200000;
+    int runs = argc > 3 ? atoi(argv[3]) : 3;
+    int async_lanes = argc > 4 ? atoi(argv[4]) : (int)RL_CONSUMER_ASYNC_LANES;
+    int threaded_lanes = argc > 5 ? atoi(argv[5]) : 64;
+    delay_ms = argc > 6 ? atoi(argv[6]) : 1;
+    if (messages < 2 || runs < 1 || runs > 99 || async_lanes < 1 ||
+        async_lanes > (int)RL_DISPATCH_LANES_MAX || threaded_lanes < 1 ||
+        threaded_lanes > (int)RL_DISPATCH_THREADS_MAX || delay_ms < 1) {
+        fprintf(stderr, "usage: bench_consumer async [MESSAGES >= 2] [RUNS 1..99] [ASYNC_LANES] "
+                        "[THREADED_LANES 1..1024] [DELAY_MS >= 1]\n");
+        return 2;
+    }
+    printf("bench_consumer async: %ld messages over %d keys, %d partitions, each finishing %d ms "
+           "after it starts; ringlane async with %d lanes, threaded with %d lanes\n",
+           messages, KEYS, PARTITIONS, delay_ms, async_lanes, threaded_lanes);
+    double plain[99], async[99], threaded[99];
+    for (int r = 0; r < runs; r++) {
+        work_us = 0;
+        plain[r] = run_baseline(100 + r);
+        async[r] = run_ringlane(r, async_lanes, ASYNC_DELAY);
+        threaded[r] = run_ringlane(r, threaded_lanes, SYNC_SLEEP);
+        printf("run %d: plain consumer (empty handler) %.0f msg/s, ringlane async %.0f msg/s, "
+               "ringlane threaded %.0f msg/s\n",
+               r + 1, plain[r], async[r], threaded[r]);
+        fflush(stdout);
+    }
+    printf("median: plain consumer (empty handler) %.0f msg/s, ringlane async %.0f msg/s, "
+           "ringlane threaded %.0f msg/s\n",
+           median(plain, runs), median(async, runs), median(threaded, runs));
+    return 0;
+}
+
+static rd_kafka_mock_cluster_t *start_cluster(rd_kafka_t **host_out)
+{
+    rd_kafka_conf_t *hconf = rd_kafka_conf_new();
+    rd_kafka_conf_set_log_cb(hconf, quiet);
+    char err[256];
+    rd_kafka_t *host = rd_kafka_new(RD_KAFKA_PRODUCER, hconf, err, sizeof err);
+    rd_kafka_mock_cluster_t *mock = host ? rd_kafka_mock_cluster_new(host, 3) : NULL;
+    if (!mock || rd_kafka_mock_topic_create(mock, TOPIC, PARTITIONS, 1)) {
+        fprintf(stderr, "bench_consumer: no mock cluster\n");
+        exit(1);
+    }
+    bootstraps = rd_kafka_mock_cluster_bootstraps(mock);
+    *host_out = host;
+    return mock;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "async") == 0) {
+        rd_kafka_t *host;
+        rd_kafka_mock_cluster_t *mock = start_cluster(&host);
+        messages = argc > 2 ? atol(argv[2]) : 200000;
+        if (messages < 2)
+            return main_async(argc, argv); /* the usage */
+        prefill();
+        int rc = main_async(argc, argv);
+        rd_kafka_mock_cluster_destroy(mock);
+        rd_kafka_destroy(host);
+        return rc;
+    }
     messages = argc > 1 ? atol(argv[1]) : 200000;
     work_us = argc > 2 ? atoi(argv[2]) : 0;
     int runs = argc > 3 ? atoi(argv[3]) : 3;
@@ -226,7 +418,7 @@ int main(int argc, char **argv)
            messages, KEYS, PARTITIONS, work_us, lanes);
     double ratios[99];
     for (int r = 0; r < runs; r++) {
-        double base = run_baseline(r), rl = run_ringlane(r, lanes);
+        double base = run_baseline(r), rl = run_ringlane(r, lanes, SYNC_SPIN);
         ratios[r] = rl / base;
         printf("run %d: baseline %.0f msg/s, ringlane %.0f msg/s, ratio %.2f\n", r + 1, base, rl,
                ratios[r]);

@@ -144,9 +144,11 @@ static void finish(rl_consumer_t *c)
             rd_kafka_destroy(c->rk);
         c->rk = NULL;
     }
+    rl__revoke_free(c);
     rl__topics_free(c);
     uv_close((uv_handle_t *)&c->wake, on_handle_closed);
     uv_close((uv_handle_t *)&c->timer, on_handle_closed);
+    uv_close((uv_handle_t *)&c->revoke_timer, on_handle_closed);
 }
 
 static void on_dispatcher_closed(rl_dispatcher_t *d)
@@ -251,6 +253,17 @@ static void on_tick(uv_timer_t *t)
     rl__drain_all_pending(c); /* in case the lanes made room without telling */
 }
 
+int rl_consumer_complete(rl_consumer_t *c, uint64_t ticket, int status)
+{
+    if (!c || !ticket)
+        return RL_EINVAL;
+    if (!c->async)
+        return RL_ESTATE;
+    /* Revoked, lost and timed-out attempts were ended by the consumer or the dispatcher: their
+     * tickets answer RL_ESTALE there. */
+    return rl_dispatch_complete(c->d_for_complete, ticket, status);
+}
+
 int rl_consumer_close(rl_consumer_t *c, rl_consumer_close_cb cb)
 {
     if (!c)
@@ -270,14 +283,20 @@ int rl_consumer_close(rl_consumer_t *c, rl_consumer_close_cb cb)
 
 static int check_options(const rl_consumer_options *o)
 {
-    if (!o->conf || !o->handler || !o->topics || !o->topic_count)
+    if (!o->conf || !o->topics || !o->topic_count || !o->handler == !o->async_handler)
         return RL_EINVAL;
     for (size_t i = 0; i < o->topic_count; i++)
         if (!o->topics[i] || !*o->topics[i])
             return RL_EINVAL;
     const rl_dispatch_options *d = &o->dispatch;
-    if (d->handler || d->on_done || d->on_capacity || d->data || !d->lanes || !d->lane_count)
+    if (d->handler || d->async_handler || d->on_done || d->on_capacity || d->data)
         return RL_EINVAL;
+    /* Lanes are required, but for an asynchronous consumer given none at all (its default). */
+    bool default_lanes = o->async_handler && !d->lanes && !d->lane_count;
+    if (!default_lanes && (!d->lanes || !d->lane_count))
+        return RL_EINVAL;
+    if ((o->async_handler && d->workers) || (o->handler && d->job_timeout_ms))
+        return RL_EINVAL; /* the other kind of handler's option */
     if (o->null_key != RL_CONSUMER_NULL_KEY_PARTITION &&
         o->null_key != RL_CONSUMER_NULL_KEY_DEAD_LETTER)
         return RL_EINVAL;
@@ -397,6 +416,28 @@ static void kafka_free(rl_consumer_t *c)
     c->rk = NULL;
 }
 
+static void free_lanes(char **names, size_t n)
+{
+    for (size_t i = 0; names && i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* The default lanes of an asynchronous consumer: "async-0" ... (the dispatcher copies them). */
+static char **default_lanes(size_t n)
+{
+    char **names = calloc(n, sizeof *names);
+    for (size_t i = 0; names && i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "async-%zu", i);
+        if (!(names[i] = strdup(name))) {
+            free_lanes(names, n);
+            return NULL;
+        }
+    }
+    return names;
+}
+
 int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_consumer_t **out)
 {
     if (out)
@@ -429,12 +470,26 @@ int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_
         rc = RL_ENOMEM;
 
     rl_dispatch_options dopts = opts->dispatch;
-    dopts.handler = rl__job_handler;
+    c->async = opts->async_handler != NULL;
+    if (c->async)
+        dopts.async_handler = rl__job_async;
+    else
+        dopts.handler = rl__job_handler;
     dopts.on_done = rl__job_done;
     dopts.on_capacity = rl__on_capacity;
     dopts.data = c;
+    char **names = NULL;
+    if (!rc && c->async && !dopts.lanes) {
+        names = default_lanes(RL_CONSUMER_ASYNC_LANES);
+        if (!names)
+            rc = RL_ENOMEM;
+        dopts.lanes = (const char *const *)names;
+        dopts.lane_count = RL_CONSUMER_ASYNC_LANES;
+    }
     if (!rc)
         rc = rl_dispatch_init(loop, &dopts, &c->d);
+    free_lanes(names, RL_CONSUMER_ASYNC_LANES);
+    c->d_for_complete = c->d;
     if (rc) {
         rd_kafka_conf_destroy(opts->conf);
         if (opts->dlq_conf)
@@ -448,7 +503,7 @@ int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_
         } else {
             c->wake.data = c;
             c->handles_open = 1;
-            if (uv_timer_init(loop, &c->timer) != 0)
+            if (uv_timer_init(loop, &c->timer) != 0 || uv_timer_init(loop, &c->revoke_timer) != 0)
                 rc = RL_ELOOP;
         }
     }
@@ -468,8 +523,9 @@ int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_
         }
         return rc;
     }
-    c->handles_open = 2;
+    c->handles_open = 3;
     c->timer.data = c;
+    c->revoke_timer.data = c;
     uv_mutex_lock(&c->wake_mu);
     c->wake_alive = true;
     uv_mutex_unlock(&c->wake_mu);

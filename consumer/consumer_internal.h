@@ -37,12 +37,15 @@ typedef struct rl__part {
     bool paused;      /* by us, for backpressure */
     bool window_full; /* the last refusal was the window's: retry when an offset completes */
     rl__offsets win;
-    int64_t next_offset;    /* the offset after the last message taken, -1 before the first */
-    int64_t committed;      /* acknowledged by the group coordinator, -1 before */
-    int64_t stored;         /* the last watermark handed to librdkafka's auto-committer */
-    rl__msgq pending;       /* refused messages, oldest first */
-    uint32_t dlq_in_flight; /* dead letters of this epoch waiting for a delivery report */
-    char null_key[48];      /* the key keyless messages are dispatched under */
+    int64_t next_offset;      /* the offset after the last message taken, -1 before the first */
+    int64_t committed;        /* acknowledged by the group coordinator, -1 before */
+    int64_t stored;           /* the last watermark handed to librdkafka's auto-committer */
+    rl__msgq pending;         /* refused messages, oldest first */
+    uint32_t dlq_in_flight;   /* dead letters of this epoch waiting for a delivery report */
+    uint32_t live;            /* jobs of this epoch in the dispatcher (queued or in flight) */
+    bool revoking;            /* asynchronous consumers: a deferred revoke is waiting for it */
+    struct rl__cjob *started; /* asynchronous jobs of this epoch started and not ended */
+    char null_key[48];        /* the key keyless messages are dispatched under */
     size_t null_key_len;
 } rl__part;
 
@@ -67,21 +70,42 @@ typedef struct rl__cjob {
     uint32_t attempts;
     uint64_t retry_at_ms; /* when a failed dead-letter produce is tried again, 0: not waiting */
     struct rl__cjob *prev, *next; /* in c->dead_letters */
+    /* asynchronous jobs */
+    uint64_t ticket;                /* the attempt in flight, 0 when none */
+    bool live;                      /* counted in part->live */
+    bool in_started;                /* linked in part->started */
+    bool abandoned;                 /* ended by a revoke or loss: its result counts for nothing */
+    struct rl__cjob *sprev, *snext; /* in part->started */
 } rl__cjob;
+
+/* A revoke of an asynchronous consumer, waiting for the partitions' messages in flight. */
+typedef struct rl__revoke {
+    bool active;
+    bool lost;                              /* nothing is waited for or committed */
+    bool unassign;                          /* tell librdkafka when done */
+    rd_kafka_topic_partition_list_t *parts; /* as librdkafka gave them (a copy) */
+    struct rl__part **mine;                 /* those of them we hold */
+    size_t n;
+    uint64_t deadline_ms;
+} rl__revoke;
 
 struct rl_consumer {
     uv_loop_t *loop;
     uv_thread_t loop_thread;
     rl_consumer_options opts; /* conf, dlq_conf and the topic list are not kept */
     rl_dispatcher_t *d;
-    rd_kafka_t *rk;      /* the consumer */
-    rd_kafka_queue_t *q; /* its consumer queue (the main queue is forwarded to it) */
-    rd_kafka_t *dlq;     /* the dead-letter producer, NULL without a dead-letter topic */
+    rl_dispatcher_t *d_for_complete; /* the same, never cleared: read by other threads */
+    bool async;                      /* opts.async_handler is set */
+    rd_kafka_t *rk;                  /* the consumer */
+    rd_kafka_queue_t *q;             /* its consumer queue (the main queue is forwarded to it) */
+    rd_kafka_t *dlq; /* the dead-letter producer, NULL without a dead-letter topic */
     rd_kafka_queue_t *dlq_q;
     int dlq_enabled; /* 0 when opts.dlq_topic is "" */
 
     uv_async_t wake;  /* librdkafka's queues have something, or a batch was cut short */
     uv_timer_t timer; /* the safety net: polls, commits, dead-letter retries, paused partitions */
+    uv_timer_t revoke_timer; /* a deferred revoke: looks again now, or at its deadline */
+    rl__revoke revoke;
     uv_mutex_t wake_mu;
     bool wake_alive; /* under wake_mu: the handle may still be woken */
     int handles_open;
@@ -125,6 +149,8 @@ void rl__drain_pending(rl_consumer_t *c, rl__part *p);
 void rl__drain_all_pending(rl_consumer_t *c);
 void rl__complete(rl_consumer_t *c, rl__part *p, int64_t offset);
 int rl__job_handler(rl_dispatcher_t *d, rl_dispatch_job *job);
+void rl__job_async(rl_dispatcher_t *d, rl_dispatch_job *job);
+void rl__abandon(rl_consumer_t *c, rl__part *p);
 void rl__job_done(rl_dispatcher_t *d, rl_dispatch_job *job, int outcome);
 void rl__on_capacity(rl_dispatcher_t *d);
 void rl__cjob_free(rl__cjob *j);
@@ -135,6 +161,9 @@ void rl__rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 void rl__commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                    rd_kafka_topic_partition_list_t *offsets, void *opaque);
 void rl__store_watermarks(rl_consumer_t *c);
+void rl__revoke_timer_cb(uv_timer_t *t);
+void rl__revoke_kick(rl_consumer_t *c); /* a job of a revoking partition ended: look again */
+void rl__revoke_free(rl_consumer_t *c);
 
 /* dead_letter.c */
 int rl__dlq_new(rl_consumer_t *c, rd_kafka_conf_t *conf);

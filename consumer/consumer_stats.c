@@ -88,10 +88,10 @@ int rl_consumer_stats_json(rl_consumer_t *c, char *buf, size_t cap, size_t *len)
     rl__json_put(&o,
                  ",\"stale\":%" PRIu64 ",\"returned\":%" PRIu64 ",\"pauses\":%" PRIu64
                  ",\"resumes\":%" PRIu64 ",\"assigned\":%" PRIu64 ",\"revoked\":%" PRIu64
-                 ",\"lost\":%" PRIu64 ",\"revoke_timeouts\":%" PRIu64 ",\"commits\":%" PRIu64
-                 ",\"commit_failures\":%" PRIu64 ",\"partition\":[",
+                 ",\"lost\":%" PRIu64 ",\"revoke_timeouts\":%" PRIu64 ",\"abandoned\":%" PRIu64
+                 ",\"commits\":%" PRIu64 ",\"commit_failures\":%" PRIu64 ",\"partition\":[",
                  s.stale, s.returned, s.pauses, s.resumes, s.assigned, s.revoked, s.lost,
-                 s.revoke_timeouts, s.commits, s.commit_failures);
+                 s.revoke_timeouts, s.abandoned, s.commits, s.commit_failures);
     for (size_t i = 0; i < n; i++) {
         const rl_consumer_partition_stats *e = &ps[i];
         rl__json_put(&o, "%s{\"topic\":", i ? "," : "");

@@ -56,6 +56,8 @@ static int offer(rl_consumer_t *c, rl__part *p, rd_kafka_message_t *m)
             return RL_EAGAIN;
         } else {
             c->stats.dispatched++;
+            j->live = true;
+            p->live++;
         }
     }
     /* The window has room (checked above) and offsets only increase: this cannot fail. */
@@ -75,7 +77,7 @@ void rl__on_message(rl_consumer_t *c, rd_kafka_message_t *m)
         return;
     }
     rl__part *p = rl__part_of_message(c, m);
-    if (!p || !p->assigned || c->closing) {
+    if (!p || !p->assigned || p->revoking || c->closing) {
         /* Not ours (any more): never dispatched, never committed, read again by its owner. */
         rd_kafka_message_destroy(m);
         return;
@@ -112,7 +114,7 @@ void rl__on_message(rl_consumer_t *c, rd_kafka_message_t *m)
 
 void rl__drain_pending(rl_consumer_t *c, rl__part *p)
 {
-    if (!p->assigned || c->closing)
+    if (!p->assigned || p->revoking || c->closing)
         return;
     rd_kafka_message_t *m;
     while ((m = rl__msgq_front(&p->pending))) {
@@ -153,12 +155,81 @@ int rl__job_handler(rl_dispatcher_t *d, rl_dispatch_job *job)
     return c->opts.handler(c, j->msg, job->attempts + 1);
 }
 
+static void unlink_started(rl__cjob *j)
+{
+    if (!j->in_started)
+        return;
+    if (j->sprev)
+        j->sprev->snext = j->snext;
+    else
+        j->part->started = j->snext;
+    if (j->snext)
+        j->snext->sprev = j->sprev;
+    j->sprev = j->snext = NULL;
+    j->in_started = false;
+}
+
+/* On the loop thread: starts an attempt of an asynchronous job. A job of a partition that is
+ * being revoked (a retry that fell due after the revoke took the queued jobs back) or that is
+ * no longer ours is not started: it ends at once and counts for nothing. */
+void rl__job_async(rl_dispatcher_t *d, rl_dispatch_job *job)
+{
+    rl_consumer_t *c = rl_dispatch_get_data(d);
+    rl__cjob *j = job->data;
+    rl__part *p = j->part;
+    if (!p->assigned || p->epoch != j->epoch || p->revoking) {
+        j->abandoned = true;
+        rl_dispatch_complete(d, job->ticket, 0);
+        return;
+    }
+    j->ticket = job->ticket;
+    if (!j->in_started) {
+        j->sprev = NULL;
+        j->snext = p->started;
+        if (p->started)
+            p->started->sprev = j;
+        p->started = j;
+        j->in_started = true;
+    }
+    c->opts.async_handler(c, j->msg, job->attempts + 1, job->ticket);
+}
+
+/* Ends the partition's asynchronous jobs in flight now (a revoke that waited long enough, or a
+ * lost partition): their tickets turn stale, so the application's completions answer
+ * RL_ESTALE, and their results count for nothing. A job the application completed a moment
+ * before keeps its result (its end is delivered by the wait_tag after this). */
+void rl__abandon(rl_consumer_t *c, rl__part *p)
+{
+    for (rl__cjob *j = p->started, *next; j; j = next) {
+        next = j->snext;
+        if (!j->ticket || j->abandoned)
+            continue;
+        j->abandoned = true;
+        if (rl_dispatch_complete(c->d, j->ticket, 0) == 0) {
+            c->stats.abandoned++;
+            if (j->live && p->live)
+                p->live--;
+            j->live = false;
+        } else {
+            j->abandoned = false; /* completed or timed out meanwhile: it ends on its own */
+        }
+        j->ticket = 0;
+    }
+}
+
 void rl__job_done(rl_dispatcher_t *d, rl_dispatch_job *job, int outcome)
 {
     rl_consumer_t *c = rl_dispatch_get_data(d);
     rl__cjob *j = job->data;
     rl__part *p = j->part;
-    bool current = p->assigned && p->epoch == j->epoch;
+    unlink_started(j);
+    j->ticket = 0;
+    if (j->live && p->epoch == j->epoch && p->live)
+        p->live--;
+    j->live = false;
+    if (p->revoking)
+        rl__revoke_kick(c);
+    bool current = p->assigned && p->epoch == j->epoch && !j->abandoned;
     if (outcome == RL_DISPATCH_RETURNED) {
         c->stats.returned++;
     } else if (!current) {

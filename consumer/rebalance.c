@@ -201,19 +201,54 @@ void rl__store_watermarks(rl_consumer_t *c)
         store(c, batch, n);
 }
 
-/* Releases our partitions among `parts`; with `unassign`, tells librdkafka too. */
-static void release(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts, bool lost,
-                    bool unassign)
+/* Our partitions among `parts` (NULL without memory); *n gets how many. */
+static rl__part **ours(rl_consumer_t *c, const rd_kafka_topic_partition_list_t *parts, size_t *n)
 {
     rl__part **mine = calloc((size_t)parts->cnt + 1, sizeof *mine);
-    size_t n = 0;
+    *n = 0;
     for (int i = 0; mine && i < parts->cnt; i++) {
         rl__part *p = rl__part_get(c, parts->elems[i].topic, parts->elems[i].partition, false);
         if (p && p->assigned)
-            mine[n++] = p;
+            mine[(*n)++] = p;
     }
     if (!mine)
         rl__consumer_error(c, RD_KAFKA_RESP_ERR__FAIL, "revoke without memory: no wait");
+    return mine;
+}
+
+/* The end of a revoke, once its waiting is over: the rebalance callback, then the partitions
+ * are no longer ours (their epoch moves on) and, with `unassign`, librdkafka is told. */
+static void let_go(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts, rl__part **mine,
+                   size_t n, bool lost, bool unassign)
+{
+    if (c->opts.on_rebalance)
+        c->opts.on_rebalance(c, lost ? RL_CONSUMER_LOST : RL_CONSUMER_REVOKED, parts);
+    for (size_t i = 0; i < n; i++) {
+        rl__part *p = mine[i];
+        p->assigned = false;
+        p->revoking = false;
+        p->epoch++;
+        p->live = 0;
+        rl__dlq_forget(c, p);
+        rl__offsets_reset(&p->win);
+        if (lost)
+            c->stats.lost++;
+        else
+            c->stats.revoked++;
+        c->stats.partitions--;
+    }
+    if (unassign)
+        apply(c, parts, false);
+}
+
+/* Blocking handlers: releases our partitions among `parts` inside the rebalance callback,
+ * waiting there for the jobs in flight (they end on the lane workers); with `unassign`, tells
+ * librdkafka too. */
+static void release(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts, bool lost,
+                    bool unassign)
+{
+    size_t n;
+    rl__part **mine = ours(c, parts, &n);
     /* Queued jobs first, so that the wait is for the ones already running. */
     for (size_t i = 0; i < n; i++) {
         rl_dispatch_take_tag(c->d, mine[i]->tag, NULL);
@@ -230,23 +265,126 @@ static void release(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts, bo
         rl__dlq_wait(c, mine, n, deadline);
         commit_sync(c, mine, n, rl__now_ms() + c->opts.revoke_timeout_ms);
     }
-    if (c->opts.on_rebalance)
-        c->opts.on_rebalance(c, lost ? RL_CONSUMER_LOST : RL_CONSUMER_REVOKED, parts);
-    for (size_t i = 0; i < n; i++) {
-        rl__part *p = mine[i];
-        p->assigned = false;
-        p->epoch++;
-        rl__dlq_forget(c, p);
-        rl__offsets_reset(&p->win);
-        if (lost)
-            c->stats.lost++;
-        else
-            c->stats.revoked++;
-        c->stats.partitions--;
-    }
+    let_go(c, parts, mine, n, lost, unassign);
     free(mine);
-    if (unassign)
-        apply(c, parts, false);
+}
+
+/* --- asynchronous handlers: the deferred revoke ---
+ *
+ * The completions of asynchronous jobs may come from callbacks of the very loop the rebalance
+ * callback runs on, so the revoke cannot wait there. The rebalance callback takes the queued
+ * jobs back, marks the partitions revoking (their messages are dropped from then on) and
+ * returns without releasing them. librdkafka (rdkafka_cgrp.c) has put its group in the
+ * wait-unassign-call state and paused the assignment's fetching when it queued the rebalance;
+ * it stays there, heartbeating, until the application calls rd_kafka_assign /
+ * rd_kafka_incremental_unassign, and a close meanwhile waits for that call too. The loop runs
+ * on; when the partitions' jobs have ended (or revoke_timeout_ms has passed: the rest are
+ * abandoned) the watermarks are committed and the partitions released. One revoke is deferred
+ * at a time: librdkafka queues no other rebalance while it waits for the call, and should one
+ * come all the same, the deferred revoke is finished first (abandoning what is in flight). */
+
+void rl__revoke_free(rl_consumer_t *c)
+{
+    rl__revoke *r = &c->revoke;
+    if (r->parts)
+        rd_kafka_topic_partition_list_destroy(r->parts);
+    free(r->mine);
+    memset(r, 0, sizeof *r);
+}
+
+static bool revoke_waiting(const rl__revoke *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (r->mine[i]->live)
+            return true;
+    return false;
+}
+
+/* Ends the deferred revoke: what is still in flight is abandoned (a timeout), the watermarks
+ * committed (not for a loss), the partitions released. */
+static void revoke_finish(rl_consumer_t *c)
+{
+    rl__revoke *r = &c->revoke;
+    uv_timer_stop(&c->revoke_timer);
+    if (revoke_waiting(r) && !r->lost)
+        c->stats.revoke_timeouts++;
+    for (size_t i = 0; i < r->n; i++) {
+        /* Retries that fell due since the revoke began went back at once (rl__job_async);
+         * those still waiting for their delay go back here. */
+        rl_dispatch_take_tag(c->d, r->mine[i]->tag, NULL);
+        rl__abandon(c, r->mine[i]);
+    }
+    /* Delivers the ends of jobs the application completed just before they were abandoned
+     * (they count), and of the abandoned ones (they do not). */
+    for (size_t i = 0; i < r->n; i++)
+        rl_dispatch_wait_tag(c->d, r->mine[i]->tag, 0);
+    if (!r->lost) {
+        rl__dlq_wait(c, r->mine, r->n, r->deadline_ms);
+        commit_sync(c, r->mine, r->n, rl__now_ms() + c->opts.revoke_timeout_ms);
+    }
+    rd_kafka_topic_partition_list_t *parts = r->parts;
+    rl__part **mine = r->mine;
+    size_t n = r->n;
+    bool lost = r->lost, unassign = r->unassign;
+    r->parts = NULL;
+    r->mine = NULL;
+    rl__revoke_free(c);
+    let_go(c, parts, mine, n, lost, unassign);
+    rd_kafka_topic_partition_list_destroy(parts);
+    free(mine);
+    uv_async_send(&c->wake); /* a close may be waiting for this */
+}
+
+static void revoke_look(rl_consumer_t *c)
+{
+    rl__revoke *r = &c->revoke;
+    if (!r->active)
+        return;
+    uint64_t now = rl__now_ms();
+    if (!revoke_waiting(r) || now >= r->deadline_ms)
+        revoke_finish(c);
+    else
+        uv_timer_start(&c->revoke_timer, rl__revoke_timer_cb, r->deadline_ms - now, 0);
+}
+
+void rl__revoke_timer_cb(uv_timer_t *t)
+{
+    revoke_look(t->data);
+}
+
+void rl__revoke_kick(rl_consumer_t *c)
+{
+    /* From inside the dispatcher's on_done: the look happens on the next loop turn. */
+    if (c->revoke.active && !revoke_waiting(&c->revoke))
+        uv_timer_start(&c->revoke_timer, rl__revoke_timer_cb, 0, 0);
+}
+
+static void revoke_begin(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts, bool lost,
+                         bool unassign)
+{
+    if (c->revoke.active)
+        revoke_finish(c);
+    rl__revoke *r = &c->revoke;
+    r->parts = rd_kafka_topic_partition_list_copy(parts);
+    r->mine = ours(c, parts, &r->n);
+    if (!r->parts || !r->mine) {
+        rl__revoke_free(c);
+        release(c, parts, lost, unassign); /* no memory: the blocking way, without waiting */
+        return;
+    }
+    r->lost = lost;
+    r->unassign = unassign;
+    r->deadline_ms = rl__now_ms() + (lost ? 0 : c->opts.revoke_timeout_ms);
+    r->active = true;
+    for (size_t i = 0; i < r->n; i++) {
+        r->mine[i]->revoking = true;
+        rl_dispatch_take_tag(c->d, r->mine[i]->tag, NULL);
+        rl__msgq_clear(&r->mine[i]->pending);
+    }
+    if (lost)
+        revoke_finish(c);
+    else
+        revoke_look(c); /* at once when nothing is in flight, else when it ends or times out */
 }
 
 /* Every partition we hold, as a list. */
@@ -266,14 +404,24 @@ void rl__rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     rl_consumer_t *c = opaque;
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         c->assigned_once = true; /* librdkafka has made its assignor's state by now */
+        if (c->revoke.active)
+            revoke_finish(c); /* not expected while librdkafka waits for the unassign */
         assign(c, parts);
     } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
-        release(c, parts, rd_kafka_assignment_lost(rk) != 0, true);
+        if (c->async)
+            revoke_begin(c, parts, rd_kafka_assignment_lost(rk) != 0, true);
+        else
+            release(c, parts, rd_kafka_assignment_lost(rk) != 0, true);
     } else {
         /* librdkafka's advice: drop the whole assignment. Nothing is committed. */
         rl__consumer_error(c, err, "rebalance");
+        if (c->revoke.active)
+            revoke_finish(c);
         rd_kafka_topic_partition_list_t *l = held(c);
-        release(c, l, true, false);
+        if (c->async)
+            revoke_begin(c, l, true, false);
+        else
+            release(c, l, true, false);
         rd_kafka_topic_partition_list_destroy(l);
         rd_kafka_assign(rk, NULL);
     }

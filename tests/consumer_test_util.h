@@ -278,6 +278,7 @@ typedef struct cthread {
     long dead_letters;      /* delivered to the dead-letter topic (under mu) */
     long errors;            /* on_error calls (under mu) */
     void *user;
+    rl_consumer_rebalance_cb rebalance_hook; /* the test's, called after the count (may be NULL) */
 } cthread;
 
 static void ct_rebalance(rl_consumer_t *c, int event, const rd_kafka_topic_partition_list_t *l)
@@ -287,6 +288,8 @@ static void ct_rebalance(rl_consumer_t *c, int event, const rd_kafka_topic_parti
     t->assigned += event == RL_CONSUMER_ASSIGNED ? l->cnt : -l->cnt;
     uv_cond_broadcast(&t->cv);
     uv_mutex_unlock(&t->mu);
+    if (t->rebalance_hook)
+        t->rebalance_hook(c, event, l);
 }
 
 static void ct_dead(rl_consumer_t *c, const rd_kafka_message_t *m, const char *reason)

@@ -25,6 +25,19 @@ static int dispatch_handler(rl_dispatcher_t *d, rl_dispatch_job *job)
     return 0;
 }
 
+static void ok_async(rl_consumer_t *c, const rd_kafka_message_t *m, uint32_t attempt,
+                     uint64_t ticket)
+{
+    (void)m;
+    (void)attempt;
+    rl_consumer_complete(c, ticket, 0);
+}
+
+static void dispatch_async(rl_dispatcher_t *d, rl_dispatch_job *job)
+{
+    rl_dispatch_complete(d, job->ticket, 0);
+}
+
 static void valid_options(rl_consumer_options *o)
 {
     rl_consumer_options_init(o);
@@ -90,6 +103,15 @@ static void new_refuses_bad_options(void **state)
     /* The dispatcher's callbacks are the consumer's own. */
     REFUSED(RL_EINVAL, o.dispatch.handler = dispatch_handler);
     REFUSED(RL_EINVAL, o.dispatch.data = &o);
+    REFUSED(RL_EINVAL, o.dispatch.async_handler = dispatch_async);
+    /* Exactly one kind of handler, and only its own options. */
+    REFUSED(RL_EINVAL, o.async_handler = ok_async);
+    REFUSED(RL_EINVAL, (o.handler = NULL, o.async_handler = NULL));
+    REFUSED(RL_EINVAL, (o.handler = NULL, o.async_handler = ok_async, o.dispatch.workers = 2));
+    REFUSED(RL_EINVAL, o.dispatch.job_timeout_ms = 100);
+    /* Default lanes are for asynchronous consumers, and only when none are given at all. */
+    REFUSED(RL_EINVAL, (o.handler = NULL, o.async_handler = ok_async, o.dispatch.lanes = NULL));
+    REFUSED(RL_EINVAL, (o.handler = NULL, o.async_handler = ok_async, o.dispatch.lane_count = 0));
     /* A consumer group is the point. */
     REFUSED(RL_EINVAL,
             (rd_kafka_conf_destroy(o.conf), o.conf = consumer_conf(&k, "", "cooperative-sticky")));
@@ -98,6 +120,7 @@ static void new_refuses_bad_options(void **state)
 
     /* The dispatcher's own refusals come through. */
     REFUSED(RL_EDUPNAME, o.dispatch.lanes = same_lanes);
+    REFUSED(RL_ERANGE, o.dispatch.workers = RL_DISPATCH_THREADS_MAX + 1);
     REFUSED(RL_EINVAL, o.dispatch.lane_capacity = 0);
     REFUSED(RL_EPROFILE, {
         static rl_ring_options ring;
@@ -195,6 +218,11 @@ static void live_consumer_rules(void **state)
     assert_int_equal(t.stats_rc, RL_ESTATE);
     assert_int_equal(t.json_rc, RL_ESTATE);
     assert_int_equal(t.close_rc, RL_ESTATE);
+
+    /* rl_consumer_complete: bad arguments, and a consumer with a blocking handler. */
+    assert_int_equal(rl_consumer_complete(NULL, 1, 0), RL_EINVAL);
+    assert_int_equal(rl_consumer_complete(c, 0, 0), RL_EINVAL);
+    assert_int_equal(rl_consumer_complete(c, 1, 0), RL_ESTATE);
 
     /* Close: NULL, then once, then again. */
     assert_int_equal(rl_consumer_close(NULL, NULL), RL_EINVAL);

@@ -9,8 +9,15 @@
  *
  * The consumer lives on a caller's uv_loop_t, like the dispatcher. Everything runs on the loop
  * thread (the thread that called rl_consumer_new), including librdkafka's rebalance and commit
- * callbacks, except the handler, which runs on the lane workers. librdkafka wakes the loop when
- * its queue has something (no busy polling); the loop then polls in bounded batches.
+ * callbacks, except a blocking handler, which runs on the lane workers. librdkafka wakes the
+ * loop when its queue has something (no busy polling); the loop then polls in bounded batches.
+ *
+ * Two kinds of handler (exactly one): a blocking `handler` runs on a worker thread and returns
+ * the result (one thread per lane, or dispatch.workers threads shared by all lanes); an
+ * asynchronous `async_handler` runs on the loop thread, starts the work and returns, and the
+ * message ends later with rl_consumer_complete(c, ticket, status) from any thread. Lanes of an
+ * asynchronous consumer are not threads, so there can be many (RL_CONSUMER_ASYNC_LANES by
+ * default): the messages in flight at once are at most the lanes, one per lane.
  *
  * Backpressure: when the dispatcher refuses a message (its lane is full) or the partition's
  * window of offsets in flight is full, the message is kept, and so is every later message of
@@ -25,6 +32,13 @@
  * are waited for up to revoke_timeout_ms, the watermark is committed synchronously, and only
  * then is the partition released. An assignment epoch makes completions that arrive after the
  * revoke count for nothing. Lost partitions (the group moved on without us) commit nothing.
+ * With a blocking handler the revoke waits inside librdkafka's rebalance callback. With an
+ * asynchronous one it cannot (the completions may come from the loop it would block): the
+ * callback takes the queued messages back and returns without releasing the partitions, the
+ * loop runs on while librdkafka's group waits for the release (it keeps heartbeating and has
+ * paused the assignment's fetching), and the partitions are released when their messages in
+ * flight have ended or revoke_timeout_ms has passed. Those still in flight then are abandoned:
+ * their tickets answer RL_ESTALE and their results count for nothing.
  *
  * Dead letters: a message the handler fails max_attempts times, and a message the bad-input
  * policy refuses, is produced to the dead-letter topic with its key, value and headers plus
@@ -59,6 +73,12 @@ extern "C" {
 
 typedef struct rl_consumer rl_consumer_t;
 
+/* The lanes an asynchronous consumer makes when none are given. A lane holds at most one
+ * message in flight, so with asynchronous work the lanes are the concurrency: with 1,024 lanes
+ * and K busy keys about 1024 * (1 - e^(-K/1024)) lanes are busy (632 for K = 1,000), while a
+ * lane costs memory only (no thread). */
+#define RL_CONSUMER_ASYNC_LANES 1024u
+
 /* Where messages without a key go. */
 enum rl_consumer_null_key {
     RL_CONSUMER_NULL_KEY_PARTITION = 0,  /* dispatched by partition, in partition order */
@@ -77,6 +97,15 @@ enum rl_consumer_rebalance {
  * rl_dispatch_options) and dead-lettered after max_attempts. */
 typedef int (*rl_consumer_handler_fn)(rl_consumer_t *c, const rd_kafka_message_t *msg,
                                       uint32_t attempt);
+/* Runs on the loop thread and starts the handling of msg (attempt counts from 1); the message
+ * ends when rl_consumer_complete(c, ticket, status) is called, from any thread, inside this
+ * call or later. Until then its lane starts nothing else. A failure (status != 0) is retried
+ * with a new ticket and dead-lettered after max_attempts, as for a blocking handler. The
+ * consumer keeps msg (it owns it) while the ticket is valid: until rl_consumer_complete for it,
+ * or until the ticket turns stale (dispatch.job_timeout_ms passed, or its partition was lost,
+ * or revoked and revoke_timeout_ms passed); work that may outlive those copies what it needs. */
+typedef void (*rl_consumer_async_fn)(rl_consumer_t *c, const rd_kafka_message_t *msg,
+                                     uint32_t attempt, uint64_t ticket);
 /* On the loop thread, after the assignment changed (ASSIGNED) or before the partitions are
  * released (REVOKED, LOST). */
 typedef void (*rl_consumer_rebalance_cb)(rl_consumer_t *c, int event,
@@ -99,10 +128,15 @@ typedef struct rl_consumer_options {
     rd_kafka_conf_t *conf;
     const char *const *topics; /* to subscribe to (librdkafka syntax: "^regex" works) */
     size_t topic_count;
-    rl_consumer_handler_fn handler; /* required */
-    void *data;                     /* the caller's, see rl_consumer_get_data */
-    /* The dispatcher: lanes (required), lane_capacity, max_jobs, max_attempts, backoff... Its
-     * handler, on_done, on_capacity and data belong to the consumer and must stay NULL. */
+    rl_consumer_handler_fn handler;     /* blocking, on the lane workers; or: */
+    rl_consumer_async_fn async_handler; /* asynchronous, on the loop (exactly one of the two) */
+    void *data;                         /* the caller's, see rl_consumer_get_data */
+    /* The dispatcher: lanes, lane_capacity, max_jobs, max_attempts, backoff, workers (blocking
+     * handlers: a shared pool of that many threads instead of one per lane), job_timeout_ms
+     * (asynchronous handlers: an attempt not completed in time fails with RL_ETIMEDOUT). Lanes
+     * are required with a blocking handler; with an asynchronous one, lanes NULL and
+     * lane_count 0 make RL_CONSUMER_ASYNC_LANES lanes. Its handler, async_handler, on_done,
+     * on_capacity and data belong to the consumer and must stay NULL. */
     rl_dispatch_options dispatch;
     /* The dead-letter topic: NULL = "<source topic>.dlq"; "" = none (dead letters are only
      * reported to on_dead_letter and count as done). */
@@ -130,11 +164,20 @@ RL_EXTERN void rl_consumer_options_init(rl_consumer_options *opts);
 
 /* Makes a consumer on `loop` (call on the loop thread): its dispatcher, its librdkafka consumer
  * subscribed to the topics, and the dead-letter producer. Errors: RL_EINVAL (NULL argument, no
- * conf, handler, topics or lanes; a dispatch callback set; a zero limit), RL_EKAFKA (librdkafka
- * refused the configuration or the subscription), the dispatcher's errors, RL_ENOMEM,
- * RL_ELOOP. */
+ * conf or topics; not exactly one of handler and async_handler; no lanes with a blocking
+ * handler; a dispatch callback set; dispatch.workers with async_handler, dispatch.job_timeout_ms
+ * with handler; a zero limit), RL_EKAFKA (librdkafka refused the configuration or the
+ * subscription), the dispatcher's errors, RL_ENOMEM, RL_ELOOP. */
 RL_EXTERN int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts,
                               rl_consumer_t **out);
+
+/* Ends the asynchronous attempt named by ticket (as async_handler got it): status 0 is
+ * success, anything else a failure (retried, then dead-lettered). Any thread, inside
+ * async_handler too, until close_cb has begun. RL_ESTALE when no attempt waits for this
+ * ticket: completed already, its job_timeout_ms passed, or its partition was revoked (after
+ * revoke_timeout_ms) or lost; nothing changes then and the result counts for nothing.
+ * RL_EINVAL (NULL c, ticket 0), RL_ESTATE (a consumer with a blocking handler). */
+RL_EXTERN int rl_consumer_complete(rl_consumer_t *c, uint64_t ticket, int status);
 
 /* The options' data pointer (NULL for NULL). Any thread. */
 RL_EXTERN void *rl_consumer_get_data(const rl_consumer_t *c);
@@ -191,6 +234,8 @@ typedef struct rl_consumer_stats {
     uint64_t pauses, resumes;
     uint64_t assigned, revoked, lost; /* partitions, per rebalance event */
     uint64_t revoke_timeouts;         /* revokes that stopped waiting for in-flight messages */
+    uint64_t abandoned; /* asynchronous messages in flight such a revoke (or a loss) let go:
+                           their tickets answer RL_ESTALE */
     uint64_t commits, commit_failures;
 } rl_consumer_stats;
 
