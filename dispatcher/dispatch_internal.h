@@ -9,10 +9,8 @@
  *   wait_mu -> timer_mu                            (wait_tag looks for timer requests)
  *   one lane's mu -> space_mu                       (a lane's worker makes room)
  *   timer_mu, space_mu alone otherwise; wait_mu is not held while jobs end (they take it)
- *   route_lock (write) -> every lane's mu, in slot order (take_tag)
- * Only take_tag holds two lane mutexes at once, and only under the route lock held for
- * writing, which excludes every other code that could; nothing is taken while holding
- * space_mu. */
+ *   route_lock (write) -> ready_mu                  (take_tag pauses job starts)
+ * No code holds two lane mutexes at once; nothing is taken while holding space_mu. */
 #ifndef RINGLANE_DISPATCH_INTERNAL_H
 #define RINGLANE_DISPATCH_INTERNAL_H
 
@@ -315,6 +313,9 @@ struct rl_dispatcher {
     size_t nworkers, workers_cap;
     size_t live_workers, target_workers, idle_workers; /* under ready_mu */
     bool pool_quit;                                    /* under ready_mu */
+    /* take_tag's moment: no executor starts a job while it is set (written under ready_mu,
+     * read under a lane's mutex before each start). */
+    atomic_bool starts_paused;
 
     /* Timers of retries and deadlines: a heap on the loop thread under one uv_timer, and the
      * requests other threads leave for it. */

@@ -53,7 +53,8 @@ static void pool_worker(void *arg)
     rl__worker_of = d;
     uv_mutex_lock(&d->ready_mu);
     for (;;) {
-        while (!d->ready_head && !d->pool_quit && d->live_workers <= d->target_workers) {
+        while ((!d->ready_head || atomic_load(&d->starts_paused)) && !d->pool_quit &&
+               d->live_workers <= d->target_workers) {
             d->idle_workers++;
             uv_cond_wait(&d->ready_cv, &d->ready_mu);
             d->idle_workers--;

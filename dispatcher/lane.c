@@ -132,6 +132,8 @@ rl__job *rl__lane_next(rl__lane *l, rl__job **returned)
 {
     rl_dispatcher_t *d = l->d;
     *returned = NULL;
+    if (atomic_load(&d->starts_paused))
+        return NULL; /* take_tag is looking: nothing starts (the worker waits for it) */
     if (l->retry_due) {
         l->retry_due = false;
         if (!l->stopping)

@@ -51,16 +51,6 @@ static bool take_from_lane(rl__lane *l, int64_t tag, rl__jobq *out)
     return false;
 }
 
-/* Every lane's mutex (the ring's lanes and the retiring ones all have a slot), in slot order:
- * a lane keeps its slot for life, so every call takes them in the same order. With the route
- * lock held for writing, so no other code holds two of them (dispatch_internal.h). */
-static void lock_lanes(rl_dispatcher_t *d, bool lock)
-{
-    for (uint32_t s = 0; s < d->nslots; s++)
-        if (d->slots[s])
-            (lock ? uv_mutex_lock : uv_mutex_unlock)(&d->slots[s]->mu);
-}
-
 /* After a close in STOP mode: the jobs of `tag` that wait to be handed back when the close
  * finishes. */
 static void take_returned(rl_dispatcher_t *d, int64_t tag, rl__jobq *out)
@@ -84,32 +74,41 @@ int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count)
     rl__deliver_completions(d);
     rl__jobq out = {0};
     /* One moment for all lanes: the route lock for writing (no submission, no fence release,
-     * no lane change) and every lane's mutex (no worker starts a job). Scanned one lane after
-     * another while workers went on, a key's jobs could start on a lane not yet scanned after
-     * its later jobs were taken elsewhere (a fence released by a worker whose job was taken
-     * from its retry delay, or simply a worker still running the key's queue), and their
-     * completions would end after the jobs handed back. */
+     * no lane change) and no job starts (executors see starts_paused under their lane's mutex
+     * and wait). Scanned one lane after another while workers went on, a key's jobs could
+     * start on a lane not yet scanned after its later jobs were taken elsewhere, or a later
+     * job of a key under another tag start and finish, and their completions would end on
+     * the wrong side of the jobs handed back. The lanes are then looked at one at a time. */
     rl__lane *taken = NULL; /* lanes whose job was taken from its retry delay */
     pthread_rwlock_wrlock(&d->route_lock);
-    lock_lanes(d, true);
+    uv_mutex_lock(&d->ready_mu);
+    atomic_store(&d->starts_paused, true);
+    uv_mutex_unlock(&d->ready_mu);
     for (size_t i = 0; i < d->route.n; i++) {
         rl__lane *l = d->route.lanes[i];
+        uv_mutex_lock(&l->mu);
         if (take_from_lane(l, tag, &out)) {
             l->next_taken = taken;
             taken = l;
         }
+        uv_mutex_unlock(&l->mu);
     }
     for (rl__lane *r = d->retiring; r; r = r->next_retiring) {
+        uv_mutex_lock(&r->mu);
         if (take_from_lane(r, tag, &out)) {
             r->next_taken = taken;
             taken = r;
         }
+        uv_mutex_unlock(&r->mu);
     }
-    /* Every job on the completion stack now started before this moment, so it comes before
-     * the jobs taken in its key's order: those end first. A job still in its handler ends
-     * after them (the header's exception). */
+    /* Every job on the completion stack now started before this moment (or was in flight
+     * when its lane was looked at), so it comes before the jobs taken in its key's order:
+     * those end first. A job still in flight ends after them (the header's exception). */
     rl__collect_completions(d);
-    lock_lanes(d, false);
+    uv_mutex_lock(&d->ready_mu);
+    atomic_store(&d->starts_paused, false);
+    uv_mutex_unlock(&d->ready_mu);
+    uv_cond_broadcast(&d->ready_cv);
     pthread_rwlock_unlock(&d->route_lock);
     for (rl__lane *l = taken, *nx; l; l = nx) {
         nx = l->next_taken;
