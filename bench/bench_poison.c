@@ -179,8 +179,8 @@ int main(int argc, char **argv)
     double seconds = argc > 1 ? atof(argv[1]) : 3;
     if (seconds <= 0)
         seconds = 3;
-    printf("bench_poison: %d keys over 4 lanes, %d jobs/s of ~%d us, %.0f s per run\n", NKEYS,
-           RATE, WORK_NS / 1000, seconds);
+    printf("bench_poison: %d keys over 4 lanes, %d jobs/s of ~%d us, %.0f s per run\n", NKEYS, RATE,
+           WORK_NS / 1000, seconds);
     figures base = one(false, seconds);
     printf("baseline (no poison key): other keys' latency p50 %.3f ms, p99 %.3f ms, max %.3f ms "
            "(%zu jobs)\n",

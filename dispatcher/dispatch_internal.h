@@ -435,7 +435,8 @@ int rl__timer_add(rl_dispatcher_t *d, rl__timer_entry e);
 void rl__timers_take_requests(rl_dispatcher_t *d); /* loop thread */
 /* Loop thread: fires the due entries; the time of the next one (UINT64_MAX: none). */
 uint64_t rl__timers_run(rl_dispatcher_t *d);
-bool rl__timers_pending(rl_dispatcher_t *d); /* any thread: requests not yet taken */
+bool rl__timers_pending(rl_dispatcher_t *d);  /* any thread: requests not yet taken */
+uint64_t rl__timers_next(rl_dispatcher_t *d); /* loop thread: the next due time, or UINT64_MAX */
 void rl__timers_free(rl_dispatcher_t *d);
 
 /* retry_park.c */
@@ -470,6 +471,6 @@ rl__fence *rl__fence_for(const rl__lane *holder, uint64_t hash);
 extern _Thread_local const rl_dispatcher_t *rl__worker_of;
 /* executors.c: the lane this worker thread is serving (its cur_tag is this thread's to read),
  * or NULL. */
-extern _Thread_local const rl__lane *rl__worker_lane;
+extern _Thread_local rl__lane *rl__worker_lane;
 
 #endif

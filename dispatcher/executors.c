@@ -4,7 +4,7 @@
 
 #include <stdlib.h>
 
-_Thread_local const rl__lane *rl__worker_lane;
+_Thread_local rl__lane *rl__worker_lane;
 
 /* Jobs one worker runs from a lane before it puts the lane back at the end of the ready list:
  * a busy lane keeps its worker without a trip through the list, and still cannot keep it from
@@ -216,7 +216,10 @@ void rl__run_async_ready(rl_dispatcher_t *d)
                 uv_mutex_unlock(&l->mu);
             }
         }
+        rl__lane *outer = rl__worker_lane; /* wait_tag inside a handler may start others */
+        rl__worker_lane = l; /* wait_tag from the handler on its own job's tag: RL_ESTATE */
         d->opts.async_handler(d, &j->pub); /* may complete the job inside */
+        rl__worker_lane = outer;
     }
     uv_async_send(&d->async); /* more may be ready: after the loop's other work */
 }

@@ -144,12 +144,25 @@ static bool tag_in_flight(rl_dispatcher_t *d, int64_t tag)
     return runs;
 }
 
+/* Called from a handler (blocking, or asynchronous on the loop) whose job is still in flight
+ * with `tag`? */
+static bool own_job_has_tag(rl_dispatcher_t *d, int64_t tag)
+{
+    rl__lane *l = rl__worker_lane;
+    if (!l || l->d != d)
+        return false;
+    uv_mutex_lock(&l->mu);
+    bool own = l->busy && l->cur_job && l->cur_tag == tag;
+    uv_mutex_unlock(&l->mu);
+    return own;
+}
+
 int rl_dispatch_wait_tag(rl_dispatcher_t *d, int64_t tag, uint64_t timeout_ms)
 {
     if (!d)
         return RL_EINVAL;
-    if (rl__worker_of == d && rl__worker_lane && rl__worker_lane->cur_tag == tag)
-        return RL_ESTATE; /* a handler waiting for its own job: it would only time out */
+    if (own_job_has_tag(d, tag))
+        return RL_ESTATE; /* a handler (blocking or async) waiting for its own job */
     rl__enter(d);
     uint64_t deadline = rl__deadline_after_ms(timeout_ms);
     int rc = 0;
@@ -168,9 +181,10 @@ int rl_dispatch_wait_tag(rl_dispatcher_t *d, int64_t tag, uint64_t timeout_ms)
         if (on_loop) {
             /* Without wait_mu: what runs here may end jobs, which takes it. */
             uv_mutex_unlock(&d->wait_mu);
-            uint64_t next = rl__timers_run(d);
+            rl__timers_run(d);
             if (d->async_mode)
-                rl__run_async_ready(d);
+                rl__run_async_ready(d); /* may add deadlines: the next due is read after */
+            uint64_t next = rl__timers_next(d);
             uv_mutex_lock(&d->wait_mu);
             if (!tag_in_flight(d, tag))
                 break;

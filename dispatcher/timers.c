@@ -53,6 +53,12 @@ static rl__timer_entry heap_pop(rl__timer_heap *h)
     return top;
 }
 
+uint64_t rl__timers_next(rl_dispatcher_t *d)
+{
+    rl__timers_take_requests(d);
+    return d->heap.len ? d->heap.v[0].due_ns : UINT64_MAX;
+}
+
 static void on_timer(uv_timer_t *t);
 
 /* Loop thread: the timer fires at the earliest entry. */

@@ -442,6 +442,65 @@ static void test_wait_tag_runs_retries(void **state)
     }
 }
 
+/* The loop thread waits in wait_tag for an async job nobody completes: its deadlines still
+ * fire, the retry's included (started inside the wait), and the wait ends when the job is
+ * dead-lettered, however long its own timeout. (An outside review saw the retry's deadline
+ * missed: the wait slept until its own timeout, forever with UINT64_MAX.) */
+static void ignore_job(rl_dispatcher_t *d, rl_dispatch_job *job)
+{
+    (void)d;
+    (void)job;
+}
+
+static void test_deadlines_while_loop_waits(void **state)
+{
+    (void)state;
+    world *w = world_new();
+    const char *lanes[] = {"a"};
+    rl_dispatch_options o;
+    async_options(w, &o, lanes, 1);
+    o.async_handler = ignore_job;
+    o.max_attempts = 2;
+    o.job_timeout_ms = 20;
+    assert_rl_ok(rl_dispatch_init(&w->loop, &o, &w->d));
+    put(w, "k", 0, 5);
+    for (int i = 0; i < 3; i++)
+        uv_run(&w->loop, UV_RUN_NOWAIT); /* started */
+    assert_rl_ok(rl_dispatch_wait_tag(w->d, 5, UINT64_MAX));
+    assert_int_equal(w->nended, 1);
+    assert_int_equal(w->outcome[0], RL_DISPATCH_DEAD);
+    assert_int_equal(w->status[0], RL_ETIMEDOUT);
+    assert_int_equal(w->attempts[0], 2);
+    world_end(w, RL_DISPATCH_DRAIN);
+}
+
+/* wait_tag from inside an asynchronous handler on its own job's tag would wait for itself. */
+static int waited[2];
+static void waiting_async(rl_dispatcher_t *d, rl_dispatch_job *job)
+{
+    waited[0] = rl_dispatch_wait_tag(d, job->tag, UINT64_MAX);
+    waited[1] = rl_dispatch_wait_tag(d, job->tag + 1, 0);
+    assert_rl_ok(rl_dispatch_complete(d, job->ticket, 0));
+    /* Its job has ended: the same tag is nobody's in flight now. */
+    assert_rl_ok(rl_dispatch_wait_tag(d, job->tag, 0));
+}
+
+static void test_wait_tag_in_async_handler(void **state)
+{
+    (void)state;
+    world *w = world_new();
+    const char *lanes[] = {"a"};
+    rl_dispatch_options o;
+    async_options(w, &o, lanes, 1);
+    o.async_handler = waiting_async;
+    assert_rl_ok(rl_dispatch_init(&w->loop, &o, &w->d));
+    put(w, "k", 0, 6);
+    run_until(w, &w->nended, 1);
+    assert_int_equal(waited[0], RL_ESTATE);
+    assert_int_equal(waited[1], 0);
+    world_end(w, RL_DISPATCH_DRAIN);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -455,6 +514,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_many_lanes),
         cmocka_unit_test(test_shared_workers),
         cmocka_unit_test(test_wait_tag_runs_retries),
+        cmocka_unit_test(test_deadlines_while_loop_waits),
+        cmocka_unit_test(test_wait_tag_in_async_handler),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
