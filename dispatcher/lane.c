@@ -143,19 +143,19 @@ rl__job *rl__lane_next(rl__lane *l, rl__job **returned)
     }
     if (l->busy)
         return NULL;
-    if (l->parks) { /* a due retry starts before anything queued */
-        rl__job *due = rl__park_start_due(l);
-        if (due)
-            return due;
+    rl__job *j = l->parks ? rl__park_start_due(l) : NULL; /* a due retry before the queue */
+    if (!j) {
+        if (!l->queue.len)
+            return NULL;
+        j = rl__lq_pop(&l->queue);
+        rl__lane_set_depth(l);
+        l->busy = true;
+        l->cur_hash = j->pub.hash;
+        l->cur_tag = j->pub.tag;
+        l->cur_job = j;
     }
-    if (!l->queue.len)
-        return NULL;
-    rl__job *j = rl__lq_pop(&l->queue);
-    rl__lane_set_depth(l);
-    l->busy = true;
-    l->cur_hash = j->pub.hash;
-    l->cur_tag = j->pub.tag;
-    l->cur_job = j;
+    /* Either way the lane's depth (queued + parked) fell by one: room for a waiting submitter
+     * (a parked retry counts in the depth while it waits). */
     if (l->blocked && l->queue.len + l->parked <= rl__low_water(d->opts.lane_capacity)) {
         l->blocked = false;
         rl__space_notify(d); /* takes only space_mu, which nests under nothing */
