@@ -153,21 +153,6 @@ typedef struct rl__fence {
     struct rl__fence *next_held; /* in holder->fences */
 } rl__fence;
 
-/* A key parked for a retry: its job whose attempt failed waits for its retry, and the key's
- * later jobs wait behind it, at the key's owner (the holder), while the holder goes on with its
- * other keys. When the retry is due, job and later jobs go to the front of the holder's queue.
- * See retry_park.c. Linked in holder->parks while it holds jobs; freed by the timer. */
-typedef struct rl__park {
-    uint64_t hash;
-    struct rl__job *job; /* NULL once handed back (take_tag, a STOP close) */
-    rl__jobq later;
-    struct rl__lane *holder;
-    struct rl__park *next;
-    bool linked;
-    bool due;        /* the retry is due: the holder starts it before its queue */
-    bool timer_done; /* its timer entry has fired: whoever unlinks it frees it */
-} rl__park;
-
 #define RL__HIST_SUB 8 /* buckets per power of two */
 #define RL__HIST_BUCKETS (64 * RL__HIST_SUB)
 
@@ -194,11 +179,9 @@ typedef struct rl__lane {
 
     uv_mutex_t mu;
     rl__lq queue;
-    rl__fence *fences; /* fences held here (other lanes' keys that now belong here) */
-    size_t parked;     /* jobs in the parked lists of those fences */
-    rl__fence fence;   /* this lane's own fence; its fields change under the route lock */
-    rl__park *parks;   /* keys parked here for a retry (their jobs count in parked) */
-    size_t nparks;
+    rl__fence *fences;        /* fences held here (other lanes' keys that now belong here) */
+    size_t parked;            /* jobs in the parked lists of those fences */
+    rl__fence fence;          /* this lane's own fence; its fields change under the route lock */
     atomic_size_t depth_hint; /* queue.len + parked, readable without the lock */
     atomic_bool refused;      /* a submission to this lane got RL_EAGAIN */
     bool blocked;             /* a waiting submitter was refused here (under mu) */
@@ -222,13 +205,12 @@ typedef struct rl__lane {
 } rl__lane;
 
 /* A timer entry: a lane's retry, or an asynchronous attempt's deadline. */
-enum { RL__TIMER_RETRY = 0, RL__TIMER_DEADLINE = 1, RL__TIMER_PARK = 2 };
+enum { RL__TIMER_RETRY = 0, RL__TIMER_DEADLINE = 1 };
 typedef struct rl__timer_entry {
     uint64_t due_ns;
-    rl__lane *lane; /* RETRY, DEADLINE */
-    uint64_t id;    /* RETRY: the lane's gen then; DEADLINE: the attempt's ticket */
+    rl__lane *lane;
+    uint64_t id; /* RETRY: the lane's gen then; DEADLINE: the attempt's ticket */
     int kind;
-    rl__park *park; /* PARK: the parked key whose retry is due */
 } rl__timer_entry;
 
 typedef struct rl__timer_heap {
@@ -438,27 +420,6 @@ uint64_t rl__timers_run(rl_dispatcher_t *d);
 bool rl__timers_pending(rl_dispatcher_t *d);  /* any thread: requests not yet taken */
 uint64_t rl__timers_next(rl_dispatcher_t *d); /* loop thread: the next due time, or UINT64_MAX */
 void rl__timers_free(rl_dispatcher_t *d);
-
-/* retry_park.c */
-/* The attempt of l's job j failed and is to be retried: parks its key at the key's owner and
- * lets l go on with other keys. RL_ENOMEM changes nothing (the caller makes the lane wait). */
-int rl__park_for_retry(rl__lane *l, rl__job *j, uint64_t due_ns);
-rl__park *rl__park_for(const rl__lane *holder, uint64_t hash); /* under holder->mu */
-void rl__park_due(rl_dispatcher_t *d, rl__park *p);            /* loop thread: the timer */
-/* Under the holder's mutex: takes the jobs of `tag` from the lane's parks into out (in order
- * per park); a park whose job goes dissolves, its later jobs first in the lane's queue. */
-void rl__parks_take_tag(rl__lane *l, int64_t tag, rl__jobq *out);
-/* Under the holder's mutex: hands back every parked job (a STOP close). */
-void rl__parks_return_all(rl__lane *l, rl__jobq *out);
-bool rl__parks_run_tag(const rl__lane *l, int64_t tag); /* under l->mu */
-/* Under l->mu, l not busy: a due park's job, made the lane's job in flight (its key's later
- * jobs go to the front of the queue, behind it), or NULL. */
-rl__job *rl__park_start_due(rl__lane *l);
-bool rl__parks_due(const rl__lane *l); /* under l->mu */
-/* Under the route lock (write): where each park goes in a new route (counted into incoming
- * per new node, as jobs that may arrive there), and the move itself. */
-void rl__parks_count(rl__lane *l, const rl__route *next, size_t *incoming);
-void rl__parks_retarget(rl__lane *l, const rl__route *next);
 
 /* lane_change.c: called after a lane's job ended, with no lock held. */
 void rl__fence_release(rl__lane *l);

@@ -287,7 +287,6 @@ static void close_lane(rl_dispatcher_t *d, rl__lane *l, int mode, bool *taken)
         rl__lq_drain(&l->queue, &d->returned);
         for (rl__fence *f = l->fences; f; f = f->next_held)
             rl__jobq_append(&d->returned, &f->parked);
-        rl__parks_return_all(l, &d->returned);
         if (l->busy && l->cur_job && (l->in_backoff || l->retry_due)) {
             rl__jobq_push(&d->returned, l->cur_job);
             l->cur_job = NULL;

@@ -209,7 +209,7 @@ void rl__run_async_ready(rl_dispatcher_t *d)
             continue;
         if (d->opts.job_timeout_ms) {
             rl__timer_entry e = {uv_hrtime() + (uint64_t)d->opts.job_timeout_ms * 1000000u, l,
-                                 ticket, RL__TIMER_DEADLINE, NULL};
+                                 ticket, RL__TIMER_DEADLINE};
             if (rl__timer_add(d, e) != 0) {
                 uv_mutex_lock(&l->mu);
                 l->timer_refs--; /* no deadline for this attempt: it waits for its completion */

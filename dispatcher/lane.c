@@ -52,7 +52,7 @@ void rl__lane_set_depth(rl__lane *l)
 bool rl__lane_idle(const rl__lane *l)
 {
     return !l->busy && !l->owned && !l->queued && !l->queue.len && !l->parked && !l->fence.active &&
-           !l->fences && !l->parks;
+           !l->fences;
 }
 
 /* --- queue-to-done latency: a log-linear histogram (8 buckets per power of two) --- */
@@ -104,7 +104,7 @@ double rl__hist_quantile_us(const uint64_t *hist, double q)
 
 static bool runnable(const rl__lane *l)
 {
-    return l->retry_due || (!l->busy && (l->queue.len > 0 || (l->parks && rl__parks_due(l))));
+    return l->retry_due || (!l->busy && l->queue.len > 0);
 }
 
 void rl__lane_ready(rl__lane *l)
@@ -141,21 +141,14 @@ rl__job *rl__lane_next(rl__lane *l, rl__job **returned)
         *returned = l->cur_job; /* a STOP close: the retry does not run */
         return NULL;
     }
-    if (l->busy)
+    if (l->busy || !l->queue.len)
         return NULL;
-    rl__job *j = l->parks ? rl__park_start_due(l) : NULL; /* a due retry before the queue */
-    if (!j) {
-        if (!l->queue.len)
-            return NULL;
-        j = rl__lq_pop(&l->queue);
-        rl__lane_set_depth(l);
-        l->busy = true;
-        l->cur_hash = j->pub.hash;
-        l->cur_tag = j->pub.tag;
-        l->cur_job = j;
-    }
-    /* Either way the lane's depth (queued + parked) fell by one: room for a waiting submitter
-     * (a parked retry counts in the depth while it waits). */
+    rl__job *j = rl__lq_pop(&l->queue);
+    rl__lane_set_depth(l);
+    l->busy = true;
+    l->cur_hash = j->pub.hash;
+    l->cur_tag = j->pub.tag;
+    l->cur_job = j;
     if (l->blocked && l->queue.len + l->parked <= rl__low_water(d->opts.lane_capacity)) {
         l->blocked = false;
         rl__space_notify(d); /* takes only space_mu, which nests under nothing */
@@ -194,20 +187,15 @@ bool rl__attempt_ended(rl__lane *l, rl__job *j, int rc)
         rl__job_finished(l, j, outcome);
         return true;
     }
-    /* The retry waits on the loop's timer with its key parked: the key's later jobs wait
-     * behind it, the lane goes on with its other keys (retry_park.c). */
-    uv_mutex_unlock(&l->mu);
-    uint64_t due = uv_hrtime() + backoff_ns(&d->opts, j->pub.attempts);
-    if (rl__park_for_retry(l, j, due) == 0)
-        return true;
-    /* No memory to park it: the lane waits with the job instead, as it did before parking. */
-    uv_mutex_lock(&l->mu);
+    /* The retry waits on the loop's timer; the lane stays busy with the job meanwhile, so
+     * nothing of it overtakes the job. */
     l->retried++;
     l->in_backoff = true;
     uint64_t gen = ++l->gen;
     l->timer_refs++;
     uv_mutex_unlock(&l->mu);
-    rl__timer_entry e = {due, l, gen, RL__TIMER_RETRY, NULL};
+    rl__timer_entry e = {uv_hrtime() + backoff_ns(&d->opts, j->pub.attempts), l, gen,
+                         RL__TIMER_RETRY};
     if (rl__timer_add(d, e) != 0) {
         /* No memory for the timer: retry at once rather than never. */
         uv_mutex_lock(&l->mu);

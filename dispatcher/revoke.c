@@ -40,7 +40,6 @@ static bool take_from_lane(rl__lane *l, int64_t tag, rl__jobq *out)
     take_from_queue(&l->queue, tag, out);
     for (rl__fence *f = l->fences; f; f = f->next_held)
         l->parked -= take_from(&f->parked, tag, out);
-    rl__parks_take_tag(l, tag, out);
     rl__lane_set_depth(l);
     /* A job waiting for a retry has not started its next attempt: it can go back too. */
     if (l->busy && l->cur_job && (l->in_backoff || l->retry_due) && l->cur_job->pub.tag == tag) {
@@ -127,7 +126,7 @@ int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count)
 static bool lane_runs_tag(rl__lane *l, int64_t tag)
 {
     uv_mutex_lock(&l->mu);
-    bool runs = (l->busy && l->cur_job && l->cur_tag == tag) || rl__parks_run_tag(l, tag);
+    bool runs = l->busy && l->cur_job && l->cur_tag == tag;
     uv_mutex_unlock(&l->mu);
     return runs;
 }

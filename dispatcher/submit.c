@@ -95,12 +95,8 @@ static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t ta
             if ((j->pub.seq & 7) == 0)
                 j->submit_ns = uv_hrtime();
             rl__fence *f = rl__fence_for(l, hash);
-            rl__park *pk = f || !l->parks ? NULL : rl__park_for(l, hash);
             if (f) {
                 rl__jobq_push(&f->parked, j);
-                l->parked++;
-            } else if (pk) { /* the key waits for a retry: behind it */
-                rl__jobq_push(&pk->later, j);
                 l->parked++;
             } else {
                 rl__lq_push(&l->queue, j);

@@ -456,58 +456,7 @@ static void test_close_wakes_waiting_submitter(void **state)
 
 /* --- failures --- */
 
-/* A failing job parks its key, not its lane: the key's later jobs wait behind it, the lane's
- * other keys go on. Deterministic: the retry is not due for a minute, and ends by take_tag. */
-static void test_retry_parks_the_key(void **state)
-{
-    (void)state;
-    ctx *c = ctx_new();
-    rl_dispatch_options o;
-    opts_for(c, &o, A, 1);
-    o.max_attempts = 5;
-    o.backoff_ms = o.backoff_max_ms = 60000;
-    start(c, &o);
-    rec *r0 = new_rec(c, "k", 7);
-    r0->fail_times = 5;
-    assert_rl_ok(submit(c, r0));
-    for (;;) { /* until r0 waits for its retry */
-        rl_dispatch_lane_stats ls;
-        rl_dispatch_stats s;
-        assert_rl_ok(rl_dispatch_stats_get(c->d, &s, &ls, 1, NULL));
-        if (ls.retried == 1)
-            break;
-        uv_sleep(1);
-    }
-    assert_rl_ok(submit(c, new_rec(c, "k", 0)));     /* #1: behind r0 */
-    assert_rl_ok(submit(c, new_rec(c, "other", 0))); /* #2: same lane, another key: runs */
-    run_until_done(c, 1);
-    assert_int_equal(c->done[0], 2);
-    rl_dispatch_lane_stats ls;
-    rl_dispatch_stats s;
-    assert_rl_ok(rl_dispatch_stats_get(c->d, &s, &ls, 1, NULL));
-    assert_int_equal(ls.parked, 2);       /* r0 and #1 */
-    assert_int_equal(ls.retry_parked, 1); /* one key */
-    assert_int_equal(ls.in_flight, 0);
-    assert_int_equal(ls.failed, 1);
-    /* r0 handed back: #1 need not wait for it any more. */
-    size_t n;
-    assert_rl_ok(rl_dispatch_take_tag(c->d, 7, &n));
-    assert_int_equal(n, 1);
-    run_until_done(c, 3);
-    assert_int_equal(c->done[1], 0);
-    assert_int_equal(c->outcome[1], RL_DISPATCH_RETURNED);
-    assert_int_equal(c->done[2], 1);
-    assert_int_equal(c->outcome[2], RL_DISPATCH_DONE);
-    assert_int_equal(c->ncalls, 3); /* r0 once, #2, #1 */
-    int want[] = {0, 2, 1};
-    for (int i = 0; i < 3; i++)
-        assert_int_equal(c->calls[i], want[i]);
-    finish(c, RL_DISPATCH_DRAIN);
-    ctx_free(c);
-}
-
-/* Retries run again before the key's later jobs, with attempts and statistics counted. */
-static void test_retry_before_later_jobs(void **state)
+static void test_retry_in_place(void **state)
 {
     (void)state;
     ctx *c = ctx_new();
@@ -519,20 +468,23 @@ static void test_retry_before_later_jobs(void **state)
     r0->fail_times = 2;
     assert_rl_ok(submit(c, r0));
     assert_rl_ok(submit(c, new_rec(c, "k", 0)));
-    run_until_done(c, 2);
-    int want[] = {0, 0, 0, 1};
-    assert_int_equal(c->ncalls, 4);
-    for (int i = 0; i < 4; i++)
+    assert_rl_ok(submit(c, new_rec(c, "other", 0))); /* same lane: it waits too */
+    run_until_done(c, 3);
+    /* Calls: r0, r0, r0 (success), then the others: nothing overtook the failing job. */
+    assert_int_equal(c->ncalls, 5);
+    int want[] = {0, 0, 0, 1, 2};
+    for (int i = 0; i < 5; i++)
         assert_int_equal(c->calls[i], want[i]);
     assert_int_equal(c->done[0], 0);
+    assert_int_equal(c->outcome[0], RL_DISPATCH_DONE);
     assert_int_equal(c->attempts[0], 3);
     rl_dispatch_lane_stats ls;
     rl_dispatch_stats s;
     assert_rl_ok(rl_dispatch_stats_get(c->d, &s, &ls, 1, NULL));
     assert_int_equal(ls.failed, 2);
     assert_int_equal(ls.retried, 2);
-    assert_int_equal(ls.processed, 2);
-    assert_int_equal(ls.retry_parked, 0);
+    assert_int_equal(ls.processed, 3);
+    assert_int_equal(ls.dead_lettered, 0);
     finish(c, RL_DISPATCH_DRAIN);
     ctx_free(c);
 }
@@ -1006,8 +958,7 @@ int main(void)
         cmocka_unit_test(test_max_jobs),
         cmocka_unit_test(test_submit_from_handler),
         cmocka_unit_test(test_close_wakes_waiting_submitter),
-        cmocka_unit_test(test_retry_parks_the_key),
-        cmocka_unit_test(test_retry_before_later_jobs),
+        cmocka_unit_test(test_retry_in_place),
         cmocka_unit_test(test_dead_letter),
         cmocka_unit_test(test_close_drain),
         cmocka_unit_test(test_close_stop),

@@ -95,9 +95,8 @@ enum rl_dispatch_close_mode {
 };
 
 /* Runs on a worker thread. Returns 0 for success; anything else is a failure, retried after a
- * backoff with its key parked: the key's later jobs wait behind it, in order, and run after it;
- * the lane goes on with its other keys meanwhile. The wait is a timer on the loop; no thread
- * sleeps through it. */
+ * backoff while the lane waits (later jobs of the lane cannot overtake it; the wait is a timer
+ * on the loop, no thread sleeps through it). */
 typedef int (*rl_dispatch_handler_fn)(rl_dispatcher_t *d, rl_dispatch_job *job);
 /* Runs on the loop thread and starts the job: the job is finished by
  * rl_dispatch_complete(d, job->ticket, status), from any thread, now (inside this call) or
@@ -223,11 +222,9 @@ typedef struct rl_dispatch_lane_stats {
     char name[RL_NAME_MAX + 1];
     int retiring;           /* removed, finishing its in-flight job */
     uint64_t depth;         /* jobs queued */
-    uint64_t parked;        /* jobs waiting behind a key's job elsewhere: of moved keys, for
-                               their old lane's job in flight; of keys parked for a retry,
-                               for it (the retrying job included) */
-    uint64_t retry_parked;  /* keys parked here for a retry */
-    uint64_t in_flight;     /* 0 or 1: a job in its handler or pending its completion */
+    uint64_t parked;        /* jobs of moved keys waiting for their old lane's in-flight job */
+    uint64_t in_flight;     /* 0 or 1: a job in its handler, pending completion, or waiting
+                               for a retry */
     uint64_t processed;     /* jobs ended here: done + dead-lettered */
     uint64_t failed;        /* handler calls that failed */
     uint64_t retried;       /* retries scheduled */
