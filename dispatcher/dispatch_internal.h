@@ -395,9 +395,15 @@ void rl__lane_release_taken(rl__lane *l);
 /* Idle: nothing queued, parked, in flight or held, and no executor on it. Under l->mu. */
 bool rl__lane_idle(const rl__lane *l);
 
+/* Under l->mu: an idle lane the loop thread must look at (a retiring lane to free, or a close
+ * to finish); the caller then wakes the loop. */
+static inline bool rl__lane_wants_loop(const rl__lane *l)
+{
+    return (l->retiring || atomic_load(&l->d->closing)) && rl__lane_idle(l);
+}
+
 /* executors.c */
 size_t rl__workers_wanted(const rl_dispatcher_t *d);    /* dispatcher.c */
-int rl__pool_start(rl_dispatcher_t *d, size_t target);  /* loop thread */
 int rl__pool_resize(rl_dispatcher_t *d, size_t target); /* loop thread: dedicated workers */
 void rl__pool_reap(rl_dispatcher_t *d);                 /* loop thread: joins exited workers */
 void rl__pool_stop(rl_dispatcher_t *d);                 /* loop thread: joins every worker */

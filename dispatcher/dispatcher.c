@@ -445,7 +445,7 @@ int rl_dispatch_init(struct uv_loop_s *loop, const rl_dispatch_options *opts, rl
             rc = rl__slot_take(d, d->route.lanes[i]);
     }
     if (!rc)
-        rc = rl__pool_start(d, rl__workers_wanted(d));
+        rc = rl__pool_resize(d, rl__workers_wanted(d));
     if (!rc && uv_async_init(loop, &d->async, on_async) != 0)
         rc = RL_ELOOP;
     if (rc) {

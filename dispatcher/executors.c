@@ -39,7 +39,7 @@ static void serve_lane(rl_dispatcher_t *d, rl__lane *l)
     }
     l->owned = false;
     rl__lane_ready(l); /* still runnable: back to the end of the list */
-    bool last = (l->retiring || atomic_load(&d->closing)) && rl__lane_idle(l);
+    bool last = rl__lane_wants_loop(l);
     uv_mutex_unlock(&l->mu);
     rl__worker_lane = NULL;
     if (last)
@@ -122,11 +122,6 @@ int rl__pool_resize(rl_dispatcher_t *d, size_t target)
         }
     }
     return 0;
-}
-
-int rl__pool_start(rl_dispatcher_t *d, size_t target)
-{
-    return rl__pool_resize(d, target);
 }
 
 void rl__pool_reap(rl_dispatcher_t *d)

@@ -258,7 +258,7 @@ static void let_go(rl__lane *l, bool sampled, uint64_t latency, int outcome)
         l->owned = true;
     else
         rl__lane_ready(l);
-    bool last = !fenced && (l->retiring || atomic_load(&d->closing)) && rl__lane_idle(l);
+    bool last = !fenced && rl__lane_wants_loop(l);
     uv_mutex_unlock(&l->mu);
     if (fenced) {
         rl__fence_release(l);
@@ -266,7 +266,7 @@ static void let_go(rl__lane *l, bool sampled, uint64_t latency, int outcome)
             uv_mutex_lock(&l->mu);
             l->owned = false;
             rl__lane_ready(l);
-            last = (l->retiring || atomic_load(&d->closing)) && rl__lane_idle(l);
+            last = rl__lane_wants_loop(l);
             uv_mutex_unlock(&l->mu);
         }
     }

@@ -79,23 +79,18 @@ static void fire(rl_dispatcher_t *d, rl__timer_entry e)
     rl__lane *l = e.lane;
     uv_mutex_lock(&l->mu);
     l->timer_refs--;
-    if (e.kind == RL__TIMER_RETRY) {
-        /* Still the same delay (not ended by take_tag or a close meanwhile): run it again. */
-        if (l->in_backoff && l->gen == e.id && l->cur_job) {
-            l->in_backoff = false;
-            l->retry_due = true;
-            rl__lane_ready(l);
-        }
-        bool last = (l->retiring || atomic_load(&d->closing)) && rl__lane_idle(l);
-        uv_mutex_unlock(&l->mu);
-        if (last)
-            uv_async_send(&d->async);
-        return;
+    /* A retry still in the same delay (not ended by take_tag or a close meanwhile) runs again. */
+    if (e.kind == RL__TIMER_RETRY && l->in_backoff && l->gen == e.id && l->cur_job) {
+        l->in_backoff = false;
+        l->retry_due = true;
+        rl__lane_ready(l);
     }
-    bool last = (l->retiring || atomic_load(&d->closing)) && rl__lane_idle(l);
+    bool last = rl__lane_wants_loop(l);
     uv_mutex_unlock(&l->mu);
     if (last)
         uv_async_send(&d->async);
+    if (e.kind == RL__TIMER_RETRY)
+        return;
     /* A deadline: the attempt fails as if completed with RL_ETIMEDOUT, unless it was
      * completed (or its job handed back) first. */
     rl__lane *claimed;
