@@ -25,6 +25,8 @@
 #include "ringlane/error.h"
 #include "ringlane/ring.h"
 
+#include "delay_server.h" /* examples/delay_server.c: the server the TCP jobs talk to */
+
 #include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -298,161 +300,6 @@ static void timer_table(uint64_t jobs)
 
 /* ------------------------------------------------------------------ tcp: a round trip per job */
 
-typedef struct frame {
-    uint64_t ticket;
-    uint64_t pad;
-} frame;
-
-typedef struct sconn {
-    uv_tcp_t tcp;
-    struct server *s;
-    struct sconn *next;
-    size_t len;
-    char buf[65536];
-} sconn;
-
-typedef struct server {
-    uv_loop_t loop;
-    uv_tcp_t listener;
-    uv_async_t stop;
-    uv_thread_t thread;
-    sconn *conns;
-    int port;
-} server;
-
-typedef struct sreply {
-    uv_timer_t timer;
-    uv_write_t write;
-    sconn *c;
-    frame f;
-} sreply;
-
-static void free_data(uv_handle_t *h)
-{
-    free(h->data);
-}
-
-static void reply_written(uv_write_t *w, int status)
-{
-    (void)status;
-    sreply *r = w->data;
-    uv_close((uv_handle_t *)&r->timer, free_data);
-}
-
-static void reply_due(uv_timer_t *t)
-{
-    sreply *r = t->data;
-    uv_buf_t b = uv_buf_init((char *)&r->f, sizeof r->f);
-    r->write.data = r;
-    int rc = uv_write(&r->write, (uv_stream_t *)&r->c->tcp, &b, 1, reply_written);
-    if (rc)
-        die_uv("server write", rc);
-}
-
-static void server_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-    (void)suggested;
-    sconn *c = h->data;
-    *buf = uv_buf_init(c->buf + c->len, (unsigned)(sizeof c->buf - c->len));
-}
-
-static void server_drop(sconn *c)
-{
-    for (sconn **p = &c->s->conns; *p; p = &(*p)->next)
-        if (*p == c) {
-            *p = c->next;
-            break;
-        }
-    uv_close((uv_handle_t *)&c->tcp, free_data);
-}
-
-static void server_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
-{
-    (void)buf;
-    sconn *c = st->data;
-    if (n < 0) {
-        server_drop(c);
-        return;
-    }
-    c->len += (size_t)n;
-    size_t off = 0;
-    for (; c->len - off >= sizeof(frame); off += sizeof(frame)) {
-        sreply *r = malloc(sizeof *r);
-        if (!r)
-            die("malloc", RL_ENOMEM);
-        memcpy(&r->f, c->buf + off, sizeof r->f);
-        r->c = c;
-        uv_timer_init(&c->s->loop, &r->timer);
-        r->timer.data = r;
-        uv_timer_start(&r->timer, reply_due, 1, 0);
-    }
-    memmove(c->buf, c->buf + off, c->len - off);
-    c->len -= off;
-}
-
-static void server_accept(uv_stream_t *listener, int status)
-{
-    if (status)
-        die_uv("accept", status);
-    server *s = listener->data;
-    sconn *c = xcalloc(1, sizeof *c);
-    c->s = s;
-    uv_tcp_init(&s->loop, &c->tcp);
-    c->tcp.data = c;
-    int rc = uv_accept(listener, (uv_stream_t *)&c->tcp);
-    if (rc)
-        die_uv("accept", rc);
-    uv_tcp_nodelay(&c->tcp, 1);
-    c->next = s->conns;
-    s->conns = c;
-    if ((rc = uv_read_start((uv_stream_t *)&c->tcp, server_alloc, server_read)))
-        die_uv("server read", rc);
-}
-
-static void server_stop(uv_async_t *a)
-{
-    server *s = a->data;
-    while (s->conns)
-        server_drop(s->conns);
-    uv_close((uv_handle_t *)&s->listener, NULL);
-    uv_close((uv_handle_t *)&s->stop, NULL);
-}
-
-static void server_run(void *arg)
-{
-    server *s = arg;
-    uv_run(&s->loop, UV_RUN_DEFAULT);
-}
-
-static void server_start(server *s)
-{
-    struct sockaddr_in addr;
-    uv_loop_init(&s->loop);
-    uv_tcp_init(&s->loop, &s->listener);
-    s->listener.data = s;
-    uv_ip4_addr("127.0.0.1", 0, &addr);
-    int rc = uv_tcp_bind(&s->listener, (const struct sockaddr *)&addr, 0);
-    if (!rc)
-        rc = uv_listen((uv_stream_t *)&s->listener, 64, server_accept);
-    if (rc)
-        die_uv("server listen", rc);
-    struct sockaddr_storage name;
-    int namelen = sizeof name;
-    uv_tcp_getsockname(&s->listener, (struct sockaddr *)&name, &namelen);
-    s->port = ntohs(((struct sockaddr_in *)&name)->sin_port);
-    uv_async_init(&s->loop, &s->stop, server_stop);
-    s->stop.data = s;
-    if ((rc = uv_thread_create(&s->thread, server_run, s)))
-        die_uv("server thread", rc);
-}
-
-static void server_join(server *s)
-{
-    uv_async_send(&s->stop);
-    uv_thread_join(&s->thread);
-    uv_loop_close(&s->loop);
-}
-
 #define TCP_CONNS 8
 #define TCP_LANES 4096
 
@@ -473,13 +320,13 @@ static void client_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 
 typedef struct creq {
     uv_write_t write;
-    frame f;
+    delay_frame f;
 } creq;
 
 typedef struct tcp_run {
     feeder f; /* first */
     uv_loop_t loop;
-    server srv;
+    delay_server srv;
     cconn conns[TCP_CONNS];
     int connected;
     unsigned next_conn;
@@ -500,7 +347,7 @@ static void send_request(tcp_run *r, uint64_t ticket)
     creq *q = malloc(sizeof *q);
     if (!q)
         die("malloc", RL_ENOMEM);
-    q->f = (frame){.ticket = ticket};
+    q->f = (delay_frame){.ticket = ticket};
     q->write.data = q;
     uv_buf_t b = uv_buf_init((char *)&q->f, sizeof q->f);
     int rc = uv_write(&q->write, (uv_stream_t *)&c->tcp, &b, 1, request_written);
@@ -554,8 +401,8 @@ static void client_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
         die_uv("client read", (int)n);
     c->len += (size_t)n;
     size_t off = 0;
-    for (; c->len - off >= sizeof(frame); off += sizeof(frame)) {
-        frame f;
+    for (; c->len - off >= sizeof(delay_frame); off += sizeof(delay_frame)) {
+        delay_frame f;
         memcpy(&f, c->buf + off, sizeof f);
         if (r->direct) {
             r->direct_in_flight--;
@@ -602,7 +449,7 @@ static rate run_tcp(int direct, uint64_t jobs)
     r->f.jobs = jobs;
     r->f.finished = tcp_finished;
     uv_loop_init(&r->loop);
-    server_start(&r->srv);
+    delay_server_start(&r->srv, "bench_async", 1, NULL, NULL); /* answers after 1 ms */
     if (!direct) {
         rl_dispatch_options o;
         rl_dispatch_options_init(&o);
@@ -617,7 +464,7 @@ static rate run_tcp(int direct, uint64_t jobs)
             die("rl_dispatch_init", rc);
     }
     struct sockaddr_in addr;
-    uv_ip4_addr("127.0.0.1", r->srv.port, &addr);
+    uv_ip4_addr("127.0.0.1", delay_server_port(&r->srv), &addr);
     for (int i = 0; i < TCP_CONNS; i++) {
         cconn *c = &r->conns[i];
         c->r = r;
@@ -631,7 +478,7 @@ static rate run_tcp(int direct, uint64_t jobs)
     }
     uv_run(&r->loop, UV_RUN_DEFAULT);
     uv_loop_close(&r->loop);
-    server_join(&r->srv);
+    delay_server_stop(&r->srv);
     rate out = feeder_rate(&r->f);
     free(r);
     return out;

@@ -13,11 +13,15 @@
  * reads, its 1 ms timers and its writes do not share the client's loop thread, which runs the
  * submissions, the async handlers, the completions and the lane changes. The two sides share
  * no memory while both run (the port is chosen before the thread starts; the server's records
- * are read after the thread is joined), only the sockets.
+ * are read after the thread is joined), only the sockets. The server itself is in
+ * delay_server.c (bench/bench_async.c uses it too); this program gives it a hook,
+ * record_arrival, that keeps the order in which each key's requests arrived.
  *
  *   build/examples/async_dispatch [JOBS [PROFILE]]      (20000 jobs, the default profile)
  */
 #define _POSIX_C_SOURCE 200809L
+#include "delay_server.h"
+
 #include <ringlane/dispatcher.h>
 #include <ringlane/error.h>
 #include <ringlane/ring.h>
@@ -34,42 +38,6 @@
 #define DELAY_MS 1        /* the server's answer time */
 #define WATCHDOG_MS 60000 /* a run that has not finished by then has stalled */
 #define BUF_SIZE 65536
-
-/* One request and its reply, the same 16 bytes (both ends are this process: native order). */
-typedef struct frame {
-    uint64_t ticket; /* the job's attempt, echoed back for rl_dispatch_complete */
-    uint32_t key;
-    uint32_t seq; /* 0, 1, 2, ... per key */
-} frame;
-
-/* ---------------------------------------------------------------- the server (its own loop) */
-
-typedef struct sconn {
-    uv_tcp_t tcp;
-    struct server *s;
-    struct sconn *next;
-    size_t len;
-    char buf[BUF_SIZE];
-} sconn;
-
-typedef struct server {
-    uv_loop_t loop;
-    uv_tcp_t listener;
-    uv_async_t stop;
-    uv_thread_t thread;
-    sconn *conns;
-    int port;
-    uint32_t *arrived[KEYS]; /* per key: the sequence numbers in arrival order */
-    size_t n_arrived[KEYS], cap_arrived[KEYS];
-    uint64_t requests, replies_pending;
-} server;
-
-typedef struct sreply {
-    uv_timer_t timer;
-    uv_write_t write;
-    sconn *c;
-    frame f;
-} sreply;
 
 static void die(const char *what, int rl_err)
 {
@@ -91,148 +59,31 @@ static void *xmalloc(size_t n)
     return p;
 }
 
-static void free_handle(uv_handle_t *h)
-{
-    free(h->data);
-}
+/* ---------------------------------------------------------------- the server's records */
 
-static void reply_closed(uv_handle_t *h)
-{
-    free(h->data); /* the sreply */
-}
+/* Per key, the sequence numbers in the order the server received them. The server calls
+ * record_arrival on its own thread for each request as it arrives, before it schedules the
+ * reply; main reads the records only after delay_server_stop has joined that thread. */
+typedef struct arrivals {
+    uint32_t *seq[KEYS];
+    size_t n[KEYS], cap[KEYS];
+} arrivals;
 
-static void reply_written(uv_write_t *w, int status)
+static void record_arrival(void *data, const delay_frame *f)
 {
-    sreply *r = w->data;
-    (void)status; /* a connection closed by the client; nothing waits for this reply then */
-    r->c->s->replies_pending--;
-    uv_close((uv_handle_t *)&r->timer, reply_closed);
-}
-
-static void reply_due(uv_timer_t *t)
-{
-    sreply *r = t->data;
-    uv_buf_t b = uv_buf_init((char *)&r->f, sizeof r->f);
-    r->write.data = r;
-    int rc = uv_write(&r->write, (uv_stream_t *)&r->c->tcp, &b, 1, reply_written);
-    if (rc)
-        die_uv("server write", rc);
-}
-
-static void server_record(server *s, const frame *f)
-{
+    arrivals *r = data;
     if (f->key >= KEYS)
         die("server: key out of range", RL_ERANGE);
     uint32_t k = f->key;
-    if (s->n_arrived[k] == s->cap_arrived[k]) {
-        size_t cap = s->cap_arrived[k] ? 2 * s->cap_arrived[k] : 64;
-        uint32_t *p = realloc(s->arrived[k], cap * sizeof *p);
+    if (r->n[k] == r->cap[k]) {
+        size_t cap = r->cap[k] ? 2 * r->cap[k] : 64;
+        uint32_t *p = realloc(r->seq[k], cap * sizeof *p);
         if (!p)
             die("realloc", RL_ENOMEM);
-        s->arrived[k] = p;
-        s->cap_arrived[k] = cap;
+        r->seq[k] = p;
+        r->cap[k] = cap;
     }
-    s->arrived[k][s->n_arrived[k]++] = f->seq;
-    s->requests++;
-}
-
-static void server_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-    (void)suggested;
-    sconn *c = h->data;
-    *buf = uv_buf_init(c->buf + c->len, (unsigned)(sizeof c->buf - c->len));
-}
-
-static void server_drop(sconn *c)
-{
-    for (sconn **p = &c->s->conns; *p; p = &(*p)->next)
-        if (*p == c) {
-            *p = c->next;
-            break;
-        }
-    uv_close((uv_handle_t *)&c->tcp, free_handle);
-}
-
-static void server_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
-{
-    (void)buf;
-    sconn *c = st->data;
-    if (n < 0) { /* UV_EOF: the client closed the connection */
-        server_drop(c);
-        return;
-    }
-    c->len += (size_t)n;
-    size_t off = 0;
-    for (; c->len - off >= sizeof(frame); off += sizeof(frame)) {
-        sreply *r = xmalloc(sizeof *r);
-        memcpy(&r->f, c->buf + off, sizeof r->f);
-        server_record(c->s, &r->f); /* the order of arrival, which the check reads */
-        r->c = c;
-        uv_timer_init(&c->s->loop, &r->timer);
-        r->timer.data = r;
-        uv_timer_start(&r->timer, reply_due, DELAY_MS, 0);
-        c->s->replies_pending++;
-    }
-    memmove(c->buf, c->buf + off, c->len - off);
-    c->len -= off;
-}
-
-static void server_accept(uv_stream_t *listener, int status)
-{
-    if (status)
-        die_uv("accept", status);
-    server *s = listener->data;
-    sconn *c = xmalloc(sizeof *c);
-    c->s = s;
-    c->len = 0;
-    uv_tcp_init(&s->loop, &c->tcp);
-    c->tcp.data = c;
-    int rc = uv_accept(listener, (uv_stream_t *)&c->tcp);
-    if (rc)
-        die_uv("accept", rc);
-    uv_tcp_nodelay(&c->tcp, 1);
-    c->next = s->conns;
-    s->conns = c;
-    if ((rc = uv_read_start((uv_stream_t *)&c->tcp, server_alloc, server_read)))
-        die_uv("server read", rc);
-}
-
-static void server_stop(uv_async_t *a)
-{
-    server *s = a->data;
-    while (s->conns)
-        server_drop(s->conns);
-    uv_close((uv_handle_t *)&s->listener, NULL);
-    uv_close((uv_handle_t *)&s->stop, NULL);
-}
-
-static void server_run(void *arg)
-{
-    server *s = arg;
-    uv_run(&s->loop, UV_RUN_DEFAULT);
-}
-
-/* Binds 127.0.0.1 on a port the system picks, then runs the server's loop in a new thread. */
-static void server_start(server *s)
-{
-    struct sockaddr_in addr;
-    uv_loop_init(&s->loop);
-    uv_tcp_init(&s->loop, &s->listener);
-    s->listener.data = s;
-    uv_ip4_addr("127.0.0.1", 0, &addr);
-    int rc = uv_tcp_bind(&s->listener, (const struct sockaddr *)&addr, 0);
-    if (!rc)
-        rc = uv_listen((uv_stream_t *)&s->listener, 16, server_accept);
-    if (rc)
-        die_uv("server listen", rc);
-    struct sockaddr_storage name;
-    int namelen = sizeof name;
-    uv_tcp_getsockname(&s->listener, (struct sockaddr *)&name, &namelen);
-    s->port = ntohs(((struct sockaddr_in *)&name)->sin_port);
-    uv_async_init(&s->loop, &s->stop, server_stop);
-    s->stop.data = s;
-    if ((rc = uv_thread_create(&s->thread, server_run, s)))
-        die_uv("server thread", rc);
+    r->seq[k][r->n[k]++] = f->seq;
 }
 
 /* ---------------------------------------------------------------- the client (the dispatcher) */
@@ -251,13 +102,14 @@ typedef struct cconn {
 
 typedef struct creq {
     uv_write_t write;
-    frame f;
+    delay_frame f;
 } creq;
 
 typedef struct app {
     uv_loop_t *loop;
     rl_dispatcher_t *d;
-    server srv;
+    delay_server srv;
+    arrivals arrived; /* the server's thread writes them (see record_arrival) */
     cconn conns[CONNS];
     int connected;
     unsigned next_conn;
@@ -305,7 +157,7 @@ static void start_request(rl_dispatcher_t *d, rl_dispatch_job *job)
         a->overlaps++; /* the dispatcher started a second job of the key: must not happen */
     cconn *c = &a->conns[a->next_conn++ % CONNS];
     creq *r = xmalloc(sizeof *r);
-    r->f = (frame){.ticket = job->ticket, .key = j->key, .seq = j->seq};
+    r->f = (delay_frame){.ticket = job->ticket, .key = j->key, .seq = j->seq};
     r->write.data = r;
     uv_buf_t b = uv_buf_init((char *)&r->f, sizeof r->f);
     int rc = uv_write(&r->write, (uv_stream_t *)&c->tcp, &b, 1, request_written);
@@ -333,8 +185,8 @@ static void client_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
         die_uv("client read", (int)n);
     c->len += (size_t)n;
     size_t off = 0;
-    for (; c->len - off >= sizeof(frame); off += sizeof(frame)) {
-        frame f;
+    for (; c->len - off >= sizeof(delay_frame); off += sizeof(delay_frame)) {
+        delay_frame f;
         memcpy(&f, c->buf + off, sizeof f);
         if (f.key < KEYS)
             a->in_flight[f.key]--;
@@ -356,7 +208,6 @@ static void dispatcher_closed(rl_dispatcher_t *d)
         uv_close((uv_handle_t *)&a->conns[i].tcp, NULL);
     uv_close((uv_handle_t *)&a->tick, NULL);
     uv_close((uv_handle_t *)&a->watchdog, NULL);
-    uv_async_send(&a->srv.stop);
 }
 
 static void job_done(rl_dispatcher_t *d, rl_dispatch_job *job, int outcome)
@@ -464,17 +315,17 @@ static void connected(uv_connect_t *req, int status)
 static uint64_t check_server(const app *a)
 {
     uint64_t broken = 0;
+    const arrivals *r = &a->arrived;
     for (uint32_t k = 0; k < KEYS; k++) {
-        const server *s = &a->srv;
-        int ok = s->n_arrived[k] == a->sent[k];
-        for (size_t i = 0; ok && i < s->n_arrived[k]; i++)
-            ok = s->arrived[k][i] == i;
+        int ok = r->n[k] == a->sent[k];
+        for (size_t i = 0; ok && i < r->n[k]; i++)
+            ok = r->seq[k][i] == i;
         if (!ok && broken++ < 5) {
             printf("customer-%u: sent %u, the server received %zu:", (unsigned)k,
-                   (unsigned)a->sent[k], s->n_arrived[k]);
-            for (size_t i = 0; i < s->n_arrived[k] && i < 12; i++)
-                printf(" %u", (unsigned)s->arrived[k][i]);
-            printf("%s\n", s->n_arrived[k] > 12 ? " ..." : "");
+                   (unsigned)a->sent[k], r->n[k]);
+            for (size_t i = 0; i < r->n[k] && i < 12; i++)
+                printf(" %u", (unsigned)r->seq[k][i]);
+            printf("%s\n", r->n[k] > 12 ? " ..." : "");
         }
     }
     return broken;
@@ -501,7 +352,9 @@ int main(int argc, char **argv)
         a.recs[i] = (job_rec){.key = k, .seq = a.sent[k]++};
     }
 
-    server_start(&a.srv);
+    /* The server, on its own thread: it answers each request DELAY_MS after it arrived and
+     * calls record_arrival for it first. */
+    delay_server_start(&a.srv, "async_dispatch", DELAY_MS, record_arrival, &a.arrived);
 
     char names[FIRST_LANES][16];
     const char *lanes[FIRST_LANES];
@@ -532,7 +385,7 @@ int main(int argc, char **argv)
     uv_timer_init(a.loop, &a.watchdog);
     a.tick.data = a.watchdog.data = &a;
     struct sockaddr_in addr;
-    uv_ip4_addr("127.0.0.1", a.srv.port, &addr);
+    uv_ip4_addr("127.0.0.1", delay_server_port(&a.srv), &addr);
     for (int i = 0; i < CONNS; i++) {
         cconn *c = &a.conns[i];
         c->a = &a;
@@ -543,9 +396,8 @@ int main(int argc, char **argv)
             die_uv("connect", rc);
     }
 
-    uv_run(a.loop, UV_RUN_DEFAULT);
-    uv_thread_join(&a.srv.thread);
-    uv_loop_close(&a.srv.loop);
+    uv_run(a.loop, UV_RUN_DEFAULT); /* until the dispatcher and the connections have closed */
+    delay_server_stop(&a.srv);
     uv_loop_close(a.loop);
 
     uint64_t broken = check_server(&a);
@@ -564,7 +416,7 @@ int main(int argc, char **argv)
            (unsigned long long)a.not_done, (unsigned long long)a.stale,
            (unsigned long long)a.srv.replies_pending, bad ? "FAILED" : "ok");
     for (int k = 0; k < KEYS; k++)
-        free(a.srv.arrived[k]);
+        free(a.arrived.seq[k]);
     free(a.recs);
     return bad ? 1 : 0;
 }
