@@ -19,6 +19,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <stdbool.h>
 #include <uv.h>
 
@@ -90,6 +91,9 @@ static inline void rl__jobq_prepend(rl__jobq *dst, rl__jobq *src)
 /* Sorts a queue by submission sequence (a stable merge sort; allocates nothing). */
 void rl__jobq_sort_seq(rl__jobq *q);
 
+/* Unlinks the jobs with `tag` from q and appends them to out, keeping order. Returns how many. */
+size_t rl__jobq_take_tag(rl__jobq *q, int64_t tag, rl__jobq *out);
+
 /* A lane's queue: a ring buffer of (key position, job). The positions sit beside the pointers
  * so a lane change can route every queued job without touching the jobs themselves. Capacity is
  * a power of two and never shrinks; the lane keeps cap >= len + parked, so jobs parked for it
@@ -153,6 +157,21 @@ typedef struct rl__fence {
     struct rl__fence *next_held; /* in holder->fences */
 } rl__fence;
 
+/* A key parked for a retry: its job whose attempt failed waits for its retry, and the key's
+ * later jobs wait behind it, at the key's owner (the holder), while the holder goes on with its
+ * other keys. When the retry is due, job and later jobs go to the front of the holder's queue.
+ * See retry_park.c. Linked in holder->parks while it holds jobs; freed by the timer. */
+typedef struct rl__park {
+    uint64_t hash;
+    struct rl__job *job; /* NULL once handed back (take_tag, a STOP close) */
+    rl__jobq later;
+    struct rl__lane *holder;
+    struct rl__park *next;
+    bool linked;
+    bool due;        /* the retry is due: the holder starts it before its queue */
+    bool timer_done; /* its timer entry has fired: whoever unlinks it frees it */
+} rl__park;
+
 #define RL__HIST_SUB 8 /* buckets per power of two */
 #define RL__HIST_BUCKETS (64 * RL__HIST_SUB)
 
@@ -179,9 +198,11 @@ typedef struct rl__lane {
 
     uv_mutex_t mu;
     rl__lq queue;
-    rl__fence *fences;        /* fences held here (other lanes' keys that now belong here) */
-    size_t parked;            /* jobs in the parked lists of those fences */
-    rl__fence fence;          /* this lane's own fence; its fields change under the route lock */
+    rl__fence *fences; /* fences held here (other lanes' keys that now belong here) */
+    size_t parked;     /* jobs in the parked lists of those fences */
+    rl__fence fence;   /* this lane's own fence; its fields change under the route lock */
+    rl__park *parks;   /* keys parked here for a retry (their jobs count in parked) */
+    size_t nparks;
     atomic_size_t depth_hint; /* queue.len + parked, readable without the lock */
     atomic_bool refused;      /* a submission to this lane got RL_EAGAIN */
     bool blocked;             /* a waiting submitter was refused here (under mu) */
@@ -205,12 +226,13 @@ typedef struct rl__lane {
 } rl__lane;
 
 /* A timer entry: a lane's retry, or an asynchronous attempt's deadline. */
-enum { RL__TIMER_RETRY = 0, RL__TIMER_DEADLINE = 1 };
+enum { RL__TIMER_RETRY = 0, RL__TIMER_DEADLINE = 1, RL__TIMER_PARK = 2 };
 typedef struct rl__timer_entry {
     uint64_t due_ns;
-    rl__lane *lane;
-    uint64_t id; /* RETRY: the lane's gen then; DEADLINE: the attempt's ticket */
+    rl__lane *lane; /* RETRY, DEADLINE */
+    uint64_t id;    /* RETRY: the lane's gen then; DEADLINE: the attempt's ticket */
     int kind;
+    rl__park *park; /* PARK: the parked key whose retry is due */
 } rl__timer_entry;
 
 typedef struct rl__timer_heap {
@@ -258,15 +280,16 @@ struct rl_dispatcher {
 
     atomic_bool closing;
     bool close_done;
-    /* Loop thread: finished jobs taken from the completion stack, in completion order, whose
-     * on_done calls are being made. One list, so that a call made from inside on_done (take_tag,
-     * wait_tag) goes on with the outer call's jobs before its own, and a key's jobs still end in
-     * order. */
+    /* Loop thread: jobs whose on_done calls are being made: finished ones taken from the
+     * completion stack, in completion order, and those handed back (rl__hand_back). One list,
+     * so that a call made from inside on_done (take_tag, wait_tag) goes on with the outer
+     * call's jobs before its own, and a key's jobs still end in order. */
     rl__jobq delivery;
     int close_mode;
     rl_dispatch_close_cb close_cb;
 
     _Atomic(rl__job *) done_head; /* finished jobs, pushed by workers (a stack) */
+    atomic_bool delivering;       /* the loop is in on_async and reads the stack again */
     uv_mutex_t returned_mu;
     rl__jobq returned; /* jobs to hand back when a STOP close finishes */
 
@@ -295,6 +318,9 @@ struct rl_dispatcher {
     size_t nworkers, workers_cap;
     size_t live_workers, target_workers, idle_workers; /* under ready_mu */
     bool pool_quit;                                    /* under ready_mu */
+    bool spinning;         /* under ready_mu: a worker looks at the list before it sleeps */
+    atomic_bool ready_any; /* ready_head is set (written under ready_mu; read by the spinner) */
+    atomic_bool lingering; /* a worker waits a moment on its own lane (executors.c) */
     /* take_tag's moment: no executor starts a job while it is set (written under ready_mu,
      * read under a lane's mutex before each start). */
     atomic_bool starts_paused;
@@ -312,10 +338,50 @@ struct rl_dispatcher {
     uint32_t nslots, slots_cap, free_slot; /* free_slot: a free index, or nslots */
     uint64_t ticket_gen;                   /* loop thread */
 
+    /* Loop thread: ended jobs kept for the loop thread's next submissions (a stack of at most
+     * RL__SPARE_JOBS), so that a program feeding the dispatcher from its loop allocates
+     * nothing per job once warm. */
+    rl__job *spare;
+    size_t nspare;
+
     /* Calls in progress from any thread (submit, wait_tag, statistics, get_data): the end of a
      * close waits for them before close_cb runs and the dispatcher is freed. */
     atomic_int entered;
 };
+
+#define RL__SPARE_JOBS 1024
+
+static inline void rl__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
+/* Loop thread: a kept job, or NULL. */
+static inline rl__job *rl__job_spare(rl_dispatcher_t *d)
+{
+    rl__job *j = d->spare;
+    if (j) {
+        d->spare = j->next;
+        d->nspare--;
+    }
+    return j;
+}
+
+/* Loop thread: a job that has ended, kept for a next submission or freed. */
+static inline void rl__job_recycle(rl_dispatcher_t *d, rl__job *j)
+{
+    if (d->nspare < RL__SPARE_JOBS) {
+        j->next = d->spare;
+        d->spare = j;
+        d->nspare++;
+    } else {
+        free(j);
+    }
+}
 
 /* Brackets a call that may come from any thread (see `entered`). */
 static inline void rl__enter(rl_dispatcher_t *d)
@@ -336,8 +402,12 @@ void rl__cond_wait_until(uv_cond_t *cv, uv_mutex_t *mu, uint64_t deadline_ns);
 /* The deadline timeout_ms from now (UINT64_MAX when it is beyond what the clock can hold). */
 uint64_t rl__deadline_after_ms(uint64_t timeout_ms);
 
-/* True on the thread that called rl_dispatch_init. */
-bool rl__on_loop_thread(const rl_dispatcher_t *d);
+/* True on the thread that called rl_dispatch_init. uv_thread_t is a pthread_t on unix, so it
+ * is compared inline: every submission asks. */
+static inline bool rl__on_loop_thread(const rl_dispatcher_t *d)
+{
+    return pthread_equal(pthread_self(), d->loop_thread) != 0;
+}
 
 /* Wakes submitters waiting for room, if there are any. */
 void rl__space_notify(rl_dispatcher_t *d);
@@ -358,8 +428,11 @@ void rl__collect_completions(rl_dispatcher_t *d);
 /* Loop thread: runs on_done for the jobs on the delivery list, in order. */
 void rl__deliver_collected(rl_dispatcher_t *d);
 
-/* Loop thread: ends a list of jobs with `outcome`, in order, and frees them. */
-void rl__end_jobs(rl_dispatcher_t *d, rl__jobq *q, int outcome);
+/* Loop thread: hands back the jobs of q (RL_DISPATCH_RETURNED), in submission order, after
+ * the jobs already on the delivery list. On the same list as completions, so that a call made
+ * from inside one of their on_done calls (take_tag, wait_tag) ends the rest of them before
+ * anything of its own, and a key's jobs still end in order. */
+void rl__hand_back(rl_dispatcher_t *d, rl__jobq *q);
 
 /* Loop thread: fires on_capacity if a refused submission would now find room. */
 void rl__check_capacity(rl_dispatcher_t *d);
@@ -388,6 +461,13 @@ bool rl__attempt_ended(rl__lane *l, rl__job *j, int rc);
  * releases the fence, and puts the lane back on the ready list if it is not owned. */
 void rl__job_finished(rl__lane *l, rl__job *j, int outcome);
 
+/* A worker's attempt that succeeded in the lane it holds (owned): the job ends, and the lane's
+ * mutex is kept for the next start. Called without l->mu, returns with it. */
+void rl__job_succeeded(rl__lane *l, rl__job *j);
+
+/* Wakes rl_dispatch_wait_tag callers, if any (no lane mutex held). */
+void rl__wake_tag_waiters(rl_dispatcher_t *d);
+
 /* After take_tag or a STOP close took l's job from its retry delay (cur_job NULL): the lane's
  * job in flight is over (no lock held). */
 void rl__lane_release_taken(rl__lane *l);
@@ -403,6 +483,7 @@ static inline bool rl__lane_wants_loop(const rl__lane *l)
 }
 
 /* executors.c */
+int rl__spin_until(const atomic_bool *flag, const atomic_size_t *depth, size_t seen);
 size_t rl__workers_wanted(const rl_dispatcher_t *d);    /* dispatcher.c */
 int rl__pool_resize(rl_dispatcher_t *d, size_t target); /* loop thread: dedicated workers */
 void rl__pool_reap(rl_dispatcher_t *d);                 /* loop thread: joins exited workers */
@@ -426,6 +507,27 @@ uint64_t rl__timers_run(rl_dispatcher_t *d);
 bool rl__timers_pending(rl_dispatcher_t *d);  /* any thread: requests not yet taken */
 uint64_t rl__timers_next(rl_dispatcher_t *d); /* loop thread: the next due time, or UINT64_MAX */
 void rl__timers_free(rl_dispatcher_t *d);
+
+/* retry_park.c */
+/* The attempt of l's job j failed and is to be retried: parks its key at the key's owner and
+ * lets l go on with other keys. RL_ENOMEM changes nothing (the caller makes the lane wait). */
+int rl__park_for_retry(rl__lane *l, rl__job *j, uint64_t due_ns);
+rl__park *rl__park_for(const rl__lane *holder, uint64_t hash); /* under holder->mu */
+void rl__park_due(rl_dispatcher_t *d, rl__park *p);            /* loop thread: the timer */
+/* Under the holder's mutex: takes the jobs of `tag` from the lane's parks into out (in order
+ * per park); a park whose job goes dissolves, its later jobs first in the lane's queue. */
+void rl__parks_take_tag(rl__lane *l, int64_t tag, rl__jobq *out);
+/* Under the holder's mutex: hands back every parked job (a STOP close). */
+void rl__parks_return_all(rl__lane *l, rl__jobq *out);
+bool rl__parks_run_tag(const rl__lane *l, int64_t tag); /* under l->mu */
+/* Under l->mu, l not busy: a due park's job, made the lane's job in flight (its key's later
+ * jobs go to the front of the queue, behind it), or NULL. */
+rl__job *rl__park_start_due(rl__lane *l);
+bool rl__parks_due(const rl__lane *l); /* under l->mu */
+/* Under the route lock (write): where each park goes in a new route (counted into incoming
+ * per new node, as jobs that may arrive there), and the move itself. */
+void rl__parks_count(rl__lane *l, const rl__route *next, size_t *incoming);
+void rl__parks_retarget(rl__lane *l, const rl__route *next);
 
 /* lane_change.c: called after a lane's job ended, with no lock held. */
 void rl__fence_release(rl__lane *l);

@@ -16,6 +16,7 @@ static void lane_stats(rl__lane *l, int retiring, rl_dispatch_lane_stats *s, uin
     uv_mutex_lock(&l->mu);
     s->depth = l->queue.len;
     s->parked = l->parked;
+    s->retry_parked = l->nparks;
     s->in_flight = l->busy && l->cur_job ? 1 : 0;
     s->processed = l->processed;
     s->failed = l->failed;
@@ -106,9 +107,9 @@ int rl_dispatch_stats_json(rl_dispatcher_t *d, char *buf, size_t cap, size_t *le
                          l->retiring ? "true" : "false", l->depth, l->parked, l->in_flight,
                          l->processed, l->failed);
             rl__json_put(&o,
-                         ",\"retried\":%" PRIu64 ",\"dead_lettered\":%" PRIu64
-                         ",\"p50_us\":%.3f,\"p99_us\":%.3f}",
-                         l->retried, l->dead_lettered, l->p50_us, l->p99_us);
+                         ",\"retried\":%" PRIu64 ",\"retry_parked\":%" PRIu64
+                         ",\"dead_lettered\":%" PRIu64 ",\"p50_us\":%.3f,\"p99_us\":%.3f}",
+                         l->retried, l->retry_parked, l->dead_lettered, l->p50_us, l->p99_us);
         }
         rl__json_put(&o, "]}");
         rc = rl__json_end(&o, len);

@@ -23,12 +23,6 @@ void *rl_dispatch_get_data(const rl_dispatcher_t *d)
     return d ? d->opts.data : NULL; /* set once by init, never written again */
 }
 
-bool rl__on_loop_thread(const rl_dispatcher_t *d)
-{
-    uv_thread_t self = uv_thread_self();
-    return uv_thread_equal(&self, &d->loop_thread) != 0;
-}
-
 /* --- ending jobs on the loop thread --- */
 
 /* Counts of jobs ended in one batch, published once per batch. */
@@ -44,7 +38,7 @@ static void end_job(rl_dispatcher_t *d, rl__job *j, int outcome, ended *e)
     e->n[outcome]++;
     if (d->opts.on_done)
         d->opts.on_done(d, &j->pub, outcome);
-    free(j);
+    rl__job_recycle(d, j);
     if (++e->unreleased == 32) {
         atomic_fetch_sub(&d->jobs, e->unreleased);
         e->unreleased = 0;
@@ -64,13 +58,13 @@ static void publish(rl_dispatcher_t *d, const ended *e)
                                   memory_order_relaxed);
 }
 
-void rl__end_jobs(rl_dispatcher_t *d, rl__jobq *q, int outcome)
+void rl__hand_back(rl_dispatcher_t *d, rl__jobq *q)
 {
-    ended e = {{0}, 0};
-    rl__job *j;
-    while ((j = rl__jobq_pop(q)))
-        end_job(d, j, outcome, &e);
-    publish(d, &e);
+    rl__jobq_sort_seq(q);
+    for (rl__job *j = q->head; j; j = j->next)
+        j->outcome = RL_DISPATCH_RETURNED;
+    rl__jobq_append(&d->delivery, q);
+    rl__deliver_collected(d);
     rl__space_notify(d);
 }
 
@@ -184,6 +178,8 @@ static void free_dispatcher(rl_dispatcher_t *d)
     rl_ring_free(d->hash_ring);
     free(d->slots);
     rl__timers_free(d);
+    for (rl__job *j; (j = rl__job_spare(d));)
+        free(j);
     pthread_rwlock_destroy(&d->route_lock);
     uv_mutex_destroy(&d->returned_mu);
     uv_mutex_destroy(&d->space_mu);
@@ -249,19 +245,31 @@ static void maybe_finish_close(rl_dispatcher_t *d)
     d->close_done = true;
     /* Jobs of a key end in order: those that ran first, then those handed back. */
     rl__deliver_completions(d);
-    rl__jobq_sort_seq(&d->returned);
-    rl__end_jobs(d, &d->returned, RL_DISPATCH_RETURNED);
+    rl__hand_back(d, &d->returned);
     d->handles_open = 2;
     uv_close((uv_handle_t *)&d->timer, on_handle_closed);
     uv_close((uv_handle_t *)&d->async, on_handle_closed);
 }
+
+/* Rounds of completions one wake-up delivers at most, before the loop's other handles run. */
+#define DELIVERY_ROUNDS 8
 
 static void on_async(uv_async_t *a)
 {
     rl_dispatcher_t *d = a->data;
     if (d->close_done)
         return;
-    rl__deliver_completions(d);
+    /* While `delivering` is up, executors that finish a job do not wake the loop (a write to
+     * its eventfd, which the loop then waits out): it looks at the stack again before it goes.
+     * Down, then the stack read: a job pushed meanwhile is seen here or wakes the loop. */
+    atomic_store(&d->delivering, true);
+    int rounds = 0;
+    do {
+        rl__deliver_completions(d);
+    } while (atomic_load(&d->done_head) && ++rounds < DELIVERY_ROUNDS);
+    atomic_store(&d->delivering, false);
+    if (atomic_load(&d->done_head))
+        uv_async_send(&d->async); /* more came: the loop's next turn delivers them */
     rl__timers_take_requests(d);
     if (d->async_mode)
         rl__run_async_ready(d);
@@ -287,6 +295,7 @@ static void close_lane(rl_dispatcher_t *d, rl__lane *l, int mode, bool *taken)
         rl__lq_drain(&l->queue, &d->returned);
         for (rl__fence *f = l->fences; f; f = f->next_held)
             rl__jobq_append(&d->returned, &f->parked);
+        rl__parks_return_all(l, &d->returned);
         if (l->busy && l->cur_job && (l->in_backoff || l->retry_due)) {
             rl__jobq_push(&d->returned, l->cur_job);
             l->cur_job = NULL;

@@ -2,6 +2,7 @@
  * asynchronous ones; and the tickets that finish an asynchronous attempt. */
 #include "dispatch_internal.h"
 
+#include <sched.h>
 #include <stdlib.h>
 
 _Thread_local rl__lane *rl__worker_lane;
@@ -10,6 +11,31 @@ _Thread_local rl__lane *rl__worker_lane;
  * a busy lane keeps its worker without a trip through the list, and still cannot keep it from
  * the other ready lanes for long when workers are fewer than lanes. */
 #define SERVE_BATCH 64
+
+/* How many times a spinning worker looks at the ready list before it sleeps (a few tens of
+ * microseconds). */
+#define SPIN_LOOKS 2048
+
+/* Under l->mu, which it lets go of meanwhile: the lane this worker holds has run dry; when no
+ * other lane waits for a worker and no other worker lingers, it waits a moment for the lane's
+ * next job rather than give the lane up. A lane handed over at every job costs the submitter
+ * the ready list's lock and the worker a trip through it; a held lane costs them nothing.
+ * True when a job came. */
+static bool linger(rl_dispatcher_t *d, rl__lane *l)
+{
+    if (l->busy || l->queue.len || l->retiring || l->stopping || atomic_load(&d->closing) ||
+        atomic_load(&d->starts_paused) || atomic_load_explicit(&d->ready_any, memory_order_relaxed))
+        return false;
+    if (atomic_exchange(&d->lingering, true))
+        return false;
+    size_t seen = l->queue.len + l->parked; /* depth_hint moves when a job comes */
+    uv_mutex_unlock(&l->mu);
+    /* Stops as well when another lane waits for a worker: this one goes back then. */
+    bool came = rl__spin_until(&d->ready_any, &l->depth_hint, seen) == 2;
+    atomic_store(&d->lingering, false);
+    uv_mutex_lock(&l->mu);
+    return came;
+}
 
 /* Runs up to SERVE_BATCH jobs of a lane this worker took from the ready list. */
 static void serve_lane(rl_dispatcher_t *d, rl__lane *l)
@@ -28,10 +54,16 @@ static void serve_lane(rl_dispatcher_t *d, rl__lane *l)
                 uv_mutex_lock(&l->mu);
                 continue;
             }
+            if (linger(d, l))
+                continue;
             break;
         }
         uv_mutex_unlock(&l->mu);
         int rc = d->opts.handler(d, &j->pub);
+        if (rc == 0) {
+            rl__job_succeeded(l, j); /* the common case: one lock for its end and the next start */
+            continue;
+        }
         bool over = rl__attempt_ended(l, j, rc);
         uv_mutex_lock(&l->mu);
         if (!over)
@@ -46,6 +78,61 @@ static void serve_lane(rl_dispatcher_t *d, rl__lane *l)
         uv_async_send(&d->async);
 }
 
+/* Looks up to SPIN_LOOKS times until *flag is set (1) or *depth is no longer `seen` (2; depth
+ * may be NULL); 0 when neither came. Its own function, never inlined, so that a profile tells
+ * time spent waiting from time spent working. */
+__attribute__((noinline)) int rl__spin_until(const atomic_bool *flag, const atomic_size_t *depth,
+                                             size_t seen)
+{
+    for (int i = 0; i < SPIN_LOOKS; i++) {
+        if (atomic_load_explicit(flag, memory_order_relaxed))
+            return 1;
+        if (depth && atomic_load_explicit(depth, memory_order_relaxed) != seen)
+            return 2;
+        if (i % 64 == 63)
+            sched_yield(); /* fewer cores than threads: let the submitter run */
+        else
+            rl__cpu_relax();
+    }
+    return 0;
+}
+
+/* Under ready_mu: the first ready lane, taken off the list, or NULL. */
+static rl__lane *ready_pop(rl_dispatcher_t *d)
+{
+    rl__lane *l = d->ready_head;
+    if (!l)
+        return NULL;
+    d->ready_head = l->next_ready;
+    if (!d->ready_head) {
+        d->ready_tail = NULL;
+        atomic_store_explicit(&d->ready_any, false, memory_order_relaxed);
+    }
+    return l;
+}
+
+/* Under ready_mu: nothing for this worker to take now. */
+static bool nothing_to_take(rl_dispatcher_t *d)
+{
+    return (!d->ready_head || atomic_load(&d->starts_paused)) && !d->pool_quit &&
+           d->live_workers <= d->target_workers;
+}
+
+/* Under ready_mu, with nothing to take: one worker at a time looks at the ready list for a
+ * moment before it sleeps. Lanes of a busy dispatcher empty and fill again within
+ * microseconds; a worker that slept each time would cost a futex wake for every job the
+ * submitter hands over (the submitter does not signal while a worker spins). */
+static void spin_a_moment(rl_dispatcher_t *d)
+{
+    if (d->spinning)
+        return;
+    d->spinning = true;
+    uv_mutex_unlock(&d->ready_mu);
+    rl__spin_until(&d->ready_any, NULL, 0);
+    uv_mutex_lock(&d->ready_mu);
+    d->spinning = false;
+}
+
 static void pool_worker(void *arg)
 {
     rl__worker *self = arg;
@@ -53,18 +140,20 @@ static void pool_worker(void *arg)
     rl__worker_of = d;
     uv_mutex_lock(&d->ready_mu);
     for (;;) {
-        while ((!d->ready_head || atomic_load(&d->starts_paused)) && !d->pool_quit &&
-               d->live_workers <= d->target_workers) {
+        if (nothing_to_take(d))
+            spin_a_moment(d);
+        while (nothing_to_take(d)) {
             d->idle_workers++;
             uv_cond_wait(&d->ready_cv, &d->ready_mu);
             d->idle_workers--;
         }
         if (d->pool_quit || d->live_workers > d->target_workers)
             break;
-        rl__lane *l = d->ready_head;
-        d->ready_head = l->next_ready;
-        if (!d->ready_head)
-            d->ready_tail = NULL;
+        rl__lane *l = ready_pop(d);
+        if (d->ready_head && d->idle_workers > 0 && !d->spinning) {
+            /* Submitters did not signal while a worker spun: pass the rest on. */
+            uv_cond_signal(&d->ready_cv);
+        }
         uv_mutex_unlock(&d->ready_mu);
         serve_lane(d, l);
         uv_mutex_lock(&d->ready_mu);
@@ -171,12 +260,7 @@ void rl__run_async_ready(rl_dispatcher_t *d)
 {
     for (int n = 0; n < ASYNC_BATCH; n++) {
         uv_mutex_lock(&d->ready_mu);
-        rl__lane *l = d->ready_head;
-        if (l) {
-            d->ready_head = l->next_ready;
-            if (!d->ready_head)
-                d->ready_tail = NULL;
-        }
+        rl__lane *l = ready_pop(d);
         uv_mutex_unlock(&d->ready_mu);
         if (!l)
             return;
@@ -204,7 +288,7 @@ void rl__run_async_ready(rl_dispatcher_t *d)
             continue;
         if (d->opts.job_timeout_ms) {
             rl__timer_entry e = {uv_hrtime() + (uint64_t)d->opts.job_timeout_ms * 1000000u, l,
-                                 ticket, RL__TIMER_DEADLINE};
+                                 ticket, RL__TIMER_DEADLINE, NULL};
             if (rl__timer_add(d, e) != 0) {
                 uv_mutex_lock(&l->mu);
                 l->timer_refs--; /* no deadline for this attempt: it waits for its completion */

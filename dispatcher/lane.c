@@ -52,7 +52,7 @@ void rl__lane_set_depth(rl__lane *l)
 bool rl__lane_idle(const rl__lane *l)
 {
     return !l->busy && !l->owned && !l->queued && !l->queue.len && !l->parked && !l->fence.active &&
-           !l->fences;
+           !l->fences && !l->parks;
 }
 
 /* --- queue-to-done latency: a log-linear histogram (8 buckets per power of two) --- */
@@ -104,7 +104,7 @@ double rl__hist_quantile_us(const uint64_t *hist, double q)
 
 static bool runnable(const rl__lane *l)
 {
-    return l->retry_due || (!l->busy && l->queue.len > 0);
+    return l->retry_due || (!l->busy && (l->queue.len > 0 || (l->parks && rl__parks_due(l))));
 }
 
 void rl__lane_ready(rl__lane *l)
@@ -120,7 +120,8 @@ void rl__lane_ready(rl__lane *l)
     else
         d->ready_head = l;
     d->ready_tail = l;
-    bool wake_worker = !d->async_mode && d->idle_workers > 0;
+    atomic_store_explicit(&d->ready_any, true, memory_order_relaxed);
+    bool wake_worker = !d->async_mode && d->idle_workers > 0 && !d->spinning;
     uv_mutex_unlock(&d->ready_mu);
     if (d->async_mode)
         uv_async_send(&d->async); /* the loop thread starts asynchronous jobs */
@@ -141,14 +142,21 @@ rl__job *rl__lane_next(rl__lane *l, rl__job **returned)
         *returned = l->cur_job; /* a STOP close: the retry does not run */
         return NULL;
     }
-    if (l->busy || !l->queue.len)
+    if (l->busy)
         return NULL;
-    rl__job *j = rl__lq_pop(&l->queue);
-    rl__lane_set_depth(l);
-    l->busy = true;
-    l->cur_hash = j->pub.hash;
-    l->cur_tag = j->pub.tag;
-    l->cur_job = j;
+    rl__job *j = l->parks ? rl__park_start_due(l) : NULL; /* a due retry before the queue */
+    if (!j) {
+        if (!l->queue.len)
+            return NULL;
+        j = rl__lq_pop(&l->queue);
+        rl__lane_set_depth(l);
+        l->busy = true;
+        l->cur_hash = j->pub.hash;
+        l->cur_tag = j->pub.tag;
+        l->cur_job = j;
+    }
+    /* Either way the lane's depth (queued + parked) fell by one: room for a waiting submitter
+     * (a parked retry counts in the depth while it waits). */
     if (l->blocked && l->queue.len + l->parked <= rl__low_water(d->opts.lane_capacity)) {
         l->blocked = false;
         rl__space_notify(d); /* takes only space_mu, which nests under nothing */
@@ -187,15 +195,20 @@ bool rl__attempt_ended(rl__lane *l, rl__job *j, int rc)
         rl__job_finished(l, j, outcome);
         return true;
     }
-    /* The retry waits on the loop's timer; the lane stays busy with the job meanwhile, so
-     * nothing of it overtakes the job. */
+    /* The retry waits on the loop's timer with its key parked: the key's later jobs wait
+     * behind it, the lane goes on with its other keys (retry_park.c). */
+    uv_mutex_unlock(&l->mu);
+    uint64_t due = uv_hrtime() + backoff_ns(&d->opts, j->pub.attempts);
+    if (rl__park_for_retry(l, j, due) == 0)
+        return true;
+    /* No memory to park it: the lane waits with the job instead, as it did before parking. */
+    uv_mutex_lock(&l->mu);
     l->retried++;
     l->in_backoff = true;
     uint64_t gen = ++l->gen;
     l->timer_refs++;
     uv_mutex_unlock(&l->mu);
-    rl__timer_entry e = {uv_hrtime() + backoff_ns(&d->opts, j->pub.attempts), l, gen,
-                         RL__TIMER_RETRY};
+    rl__timer_entry e = {due, l, gen, RL__TIMER_RETRY, NULL};
     if (rl__timer_add(d, e) != 0) {
         /* No memory for the timer: retry at once rather than never. */
         uv_mutex_lock(&l->mu);
@@ -209,19 +222,22 @@ bool rl__attempt_ended(rl__lane *l, rl__job *j, int rc)
 }
 
 /* Pushes a finished job onto the completion stack and wakes the loop when the stack was empty
- * (a non-empty stack already has a wake-up on its way: uv_async_send calls coalesce). */
+ * (a non-empty stack already has a wake-up on its way: uv_async_send calls coalesce), unless
+ * the loop is delivering: it reads the stack again after it has put `delivering` down (the
+ * push and that read, the store and this read, are sequentially consistent: one side sees the
+ * other). */
 static void push_completion(rl_dispatcher_t *d, rl__job *j)
 {
     rl__job *head = atomic_load_explicit(&d->done_head, memory_order_relaxed);
     do {
         j->next = head;
-    } while (!atomic_compare_exchange_weak_explicit(&d->done_head, &head, j, memory_order_release,
+    } while (!atomic_compare_exchange_weak_explicit(&d->done_head, &head, j, memory_order_seq_cst,
                                                     memory_order_relaxed));
-    if (!head)
+    if (!head && !atomic_load(&d->delivering))
         uv_async_send(&d->async);
 }
 
-static void wake_tag_waiters(rl_dispatcher_t *d)
+void rl__wake_tag_waiters(rl_dispatcher_t *d)
 {
     if (atomic_load(&d->tag_waiters) > 0) {
         uv_mutex_lock(&d->wait_mu);
@@ -230,11 +246,9 @@ static void wake_tag_waiters(rl_dispatcher_t *d)
     }
 }
 
-/* The end of the job in flight, once it is out of the lane's hands (published or taken). */
-static void let_go(rl__lane *l, bool sampled, uint64_t latency, int outcome)
+/* Under l->mu: the lane's statistics and state once its job in flight has ended. */
+static void lane_after_job(rl__lane *l, bool sampled, uint64_t latency, int outcome)
 {
-    rl_dispatcher_t *d = l->d;
-    uv_mutex_lock(&l->mu);
     if (outcome == RL_DISPATCH_DONE || outcome == RL_DISPATCH_DEAD) {
         l->processed++;
         if (outcome == RL_DISPATCH_DEAD)
@@ -250,6 +264,14 @@ static void let_go(rl__lane *l, bool sampled, uint64_t latency, int outcome)
     l->cur_job = NULL;
     l->cur_ticket = 0;
     l->gen++; /* a timer entry of the old delay, if any, is void */
+}
+
+/* The end of the job in flight, once it is out of the lane's hands (published or taken). */
+static void let_go(rl__lane *l, bool sampled, uint64_t latency, int outcome)
+{
+    rl_dispatcher_t *d = l->d;
+    uv_mutex_lock(&l->mu);
+    lane_after_job(l, sampled, latency, outcome);
     bool fenced = l->fence.active;
     /* With a fence, the lane starts nothing before the fence is released (one fence per lane,
      * for the key of its one job in flight): it stays held meanwhile. */
@@ -270,31 +292,65 @@ static void let_go(rl__lane *l, bool sampled, uint64_t latency, int outcome)
             uv_mutex_unlock(&l->mu);
         }
     }
-    wake_tag_waiters(d);
+    rl__wake_tag_waiters(d);
     if (fenced || last)
         uv_async_send(&d->async); /* a retiring lane to free, or a close to finish */
 }
 
-void rl__job_finished(rl__lane *l, rl__job *j, int outcome)
+/* Publishes a job that ended (on the completion stack, or with the jobs a STOP close hands
+ * back): before the lane lets go of the key, so that on_done calls of one key keep their order.
+ * The job is not touched after this. Returns its queue-to-done latency when it was sampled. */
+static uint64_t publish_end(rl_dispatcher_t *d, rl__job *j, int outcome, bool *sampled)
 {
-    rl_dispatcher_t *d = l->d;
-    uint64_t latency = 0;
-    bool sampled = false;
-    if (outcome == RL_DISPATCH_DONE || outcome == RL_DISPATCH_DEAD) {
-        if (j->submit_ns) {
-            latency = uv_hrtime() - j->submit_ns;
-            sampled = true;
-        }
-        j->outcome = outcome;
-        /* Before the lane lets go of the key, so that on_done calls of one key keep their
-         * order. The job is not touched after this. */
-        push_completion(d, j);
-    } else {
+    *sampled = false;
+    if (outcome != RL_DISPATCH_DONE && outcome != RL_DISPATCH_DEAD) {
         uv_mutex_lock(&d->returned_mu);
         rl__jobq_push(&d->returned, j);
         uv_mutex_unlock(&d->returned_mu);
         uv_async_send(&d->async);
+        return 0;
     }
+    uint64_t latency = 0;
+    if (j->submit_ns) {
+        latency = uv_hrtime() - j->submit_ns;
+        *sampled = true;
+    }
+    j->outcome = outcome;
+    push_completion(d, j);
+    return latency;
+}
+
+/* As rl__attempt_ended then rl__job_finished for a success, but the lane's mutex, taken to let
+ * go of the job, is kept for the worker's next start (unless a fence must be released first):
+ * one lock per job instead of two. */
+void rl__job_succeeded(rl__lane *l, rl__job *j)
+{
+    j->pub.attempts++;
+    j->pub.status = 0;
+    bool sampled;
+    uint64_t latency = publish_end(l->d, j, RL_DISPATCH_DONE, &sampled);
+    uv_mutex_lock(&l->mu);
+    if (!l->fence.active) {
+        /* Owned, so no executor takes the lane meanwhile and the loop does not want it. */
+        lane_after_job(l, sampled, latency, RL_DISPATCH_DONE);
+        if (atomic_load(&l->d->tag_waiters) > 0) {
+            /* Rare: wait_tag takes wait_mu before lane mutexes, so wake it with this one let
+             * go (here, not between the next job's start and its handler call). */
+            uv_mutex_unlock(&l->mu);
+            rl__wake_tag_waiters(l->d);
+            uv_mutex_lock(&l->mu);
+        }
+        return;
+    }
+    uv_mutex_unlock(&l->mu);
+    let_go(l, sampled, latency, RL_DISPATCH_DONE);
+    uv_mutex_lock(&l->mu);
+}
+
+void rl__job_finished(rl__lane *l, rl__job *j, int outcome)
+{
+    bool sampled;
+    uint64_t latency = publish_end(l->d, j, outcome, &sampled);
     let_go(l, sampled, latency, outcome);
 }
 

@@ -266,10 +266,14 @@ static int prepare_moves(rl_dispatcher_t *d, plan *p)
     const rl__route *cur = &d->route;
     size_t n = p->next.n, total = 0;
     memset(p->incoming, 0, n * sizeof *p->incoming);
-    for (size_t i = 0; i < cur->n; i++)
+    for (size_t i = 0; i < cur->n; i++) {
         count_fence(cur->lanes[i], p);
-    for (rl__lane *r = d->retiring; r; r = r->next_retiring)
+        rl__parks_count(cur->lanes[i], &p->next, p->incoming);
+    }
+    for (rl__lane *r = d->retiring; r; r = r->next_retiring) {
         count_fence(r, p);
+        rl__parks_count(r, &p->next, p->incoming);
+    }
     for (size_t i = 0; i < cur->n; i++)
         count_leaving(cur->lanes[i], p);
     for (size_t i = 0; i < n; i++)
@@ -315,7 +319,7 @@ static int apply_change(rl_dispatcher_t *d, plan *p)
         uv_mutex_unlock(&removed->mu);
         for (rl__lane *r = d->retiring; r && !busy; r = r->next_retiring) {
             uv_mutex_lock(&r->mu);
-            busy = r->fence.active;
+            busy = r->fence.active || r->parks;
             uv_mutex_unlock(&r->mu);
         }
         if (busy) {
@@ -328,11 +332,15 @@ static int apply_change(rl_dispatcher_t *d, plan *p)
             pthread_rwlock_unlock(&d->route_lock);
             return rc;
         }
-        /* A */
-        for (size_t i = 0; i < cur->n; i++)
+        /* A: fences, and keys parked for a retry */
+        for (size_t i = 0; i < cur->n; i++) {
             retarget_fence(cur->lanes[i], next);
-        for (rl__lane *r = d->retiring; r; r = r->next_retiring)
+            rl__parks_retarget(cur->lanes[i], next);
+        }
+        for (rl__lane *r = d->retiring; r; r = r->next_retiring) {
             retarget_fence(r, next);
+            rl__parks_retarget(r, next);
+        }
         /* B and C */
         for (size_t i = 0; i < cur->n; i++)
             fence_and_move(cur->lanes[i], p);

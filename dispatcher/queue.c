@@ -104,3 +104,20 @@ void rl__jobq_sort_seq(rl__jobq *q)
         t = t->next;
     q->tail = t;
 }
+
+size_t rl__jobq_take_tag(rl__jobq *q, int64_t tag, rl__jobq *out)
+{
+    rl__jobq keep = {0};
+    size_t n = 0;
+    rl__job *j;
+    while ((j = rl__jobq_pop(q))) {
+        if (j->pub.tag == tag) {
+            rl__jobq_push(out, j);
+            n++;
+        } else {
+            rl__jobq_push(&keep, j);
+        }
+    }
+    *q = keep;
+    return n;
+}

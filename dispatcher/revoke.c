@@ -2,24 +2,6 @@
  * ones already running. */
 #include "dispatch_internal.h"
 
-/* Unlinks the jobs with `tag` from q into out, keeping order. Returns how many. */
-static size_t take_from(rl__jobq *q, int64_t tag, rl__jobq *out)
-{
-    rl__jobq keep = {0};
-    size_t n = 0;
-    rl__job *j;
-    while ((j = rl__jobq_pop(q))) {
-        if (j->pub.tag == tag) {
-            rl__jobq_push(out, j);
-            n++;
-        } else {
-            rl__jobq_push(&keep, j);
-        }
-    }
-    *q = keep;
-    return n;
-}
-
 static void take_from_queue(rl__lq *q, int64_t tag, rl__jobq *out)
 {
     size_t kept = 0;
@@ -39,7 +21,8 @@ static bool take_from_lane(rl__lane *l, int64_t tag, rl__jobq *out)
 {
     take_from_queue(&l->queue, tag, out);
     for (rl__fence *f = l->fences; f; f = f->next_held)
-        l->parked -= take_from(&f->parked, tag, out);
+        l->parked -= rl__jobq_take_tag(&f->parked, tag, out);
+    rl__parks_take_tag(l, tag, out);
     rl__lane_set_depth(l);
     /* A job waiting for a retry has not started its next attempt: it can go back too. */
     if (l->busy && l->cur_job && (l->in_backoff || l->retry_due) && l->cur_job->pub.tag == tag) {
@@ -55,7 +38,7 @@ static bool take_from_lane(rl__lane *l, int64_t tag, rl__jobq *out)
 static void take_returned(rl_dispatcher_t *d, int64_t tag, rl__jobq *out)
 {
     uv_mutex_lock(&d->returned_mu);
-    take_from(&d->returned, tag, out);
+    rl__jobq_take_tag(&d->returned, tag, out);
     uv_mutex_unlock(&d->returned_mu);
 }
 
@@ -114,11 +97,9 @@ int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count)
         rl__lane_release_taken(l); /* it goes on with its other jobs */
     }
     take_returned(d, tag, &out);
-    rl__deliver_collected(d);
     if (count)
         *count = out.len;
-    rl__jobq_sort_seq(&out);
-    rl__end_jobs(d, &out, RL_DISPATCH_RETURNED);
+    rl__hand_back(d, &out); /* after the completions collected above */
     rl__check_capacity(d);
     return 0;
 }
@@ -126,7 +107,7 @@ int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count)
 static bool lane_runs_tag(rl__lane *l, int64_t tag)
 {
     uv_mutex_lock(&l->mu);
-    bool runs = l->busy && l->cur_job && l->cur_tag == tag;
+    bool runs = (l->busy && l->cur_job && l->cur_tag == tag) || rl__parks_run_tag(l, tag);
     uv_mutex_unlock(&l->mu);
     return runs;
 }
@@ -208,8 +189,7 @@ int rl_dispatch_wait_tag(rl_dispatcher_t *d, int64_t tag, uint64_t timeout_ms)
              * its retry delay joins them when its worker wakes, which the wait above saw. */
             rl__jobq out = {0};
             take_returned(d, tag, &out);
-            rl__jobq_sort_seq(&out);
-            rl__end_jobs(d, &out, RL_DISPATCH_RETURNED);
+            rl__hand_back(d, &out);
         }
         rl__check_capacity(d);
     }

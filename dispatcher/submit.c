@@ -54,22 +54,78 @@ static bool take_place(rl_dispatcher_t *d)
     return true;
 }
 
-/* One attempt: RL_EAGAIN when there is no room. */
-static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t tag, bool waiting)
+/* A job to fill in: on the loop thread, an ended one kept for reuse if there is one. */
+static rl__job *job_alloc(rl_dispatcher_t *d, bool on_loop)
 {
-    if (atomic_load_explicit(&d->closing, memory_order_relaxed))
-        return RL_ECLOSED;
-    rl__job *j = malloc(sizeof *j);
-    if (!j)
-        return RL_ENOMEM;
+    rl__job *j = on_loop ? rl__job_spare(d) : NULL;
+    return j ? j : malloc(sizeof *j);
+}
+
+/* A job that was not queued after all. */
+static void job_drop(rl_dispatcher_t *d, bool on_loop, rl__job *j)
+{
+    if (on_loop)
+        rl__job_recycle(d, j);
+    else
+        free(j);
+}
+
+static void job_init(rl__job *j, void *data, int64_t tag, uint64_t hash)
+{
     j->pub = (rl_dispatch_job){.data = data, .tag = tag, .hash = hash};
     j->next = NULL;
     j->outcome = 0;
     j->submit_ns = 0;
+}
+
+/* Under the lane's mutex, so a key's sequence numbers rise with its order. Latency statistics
+ * sample one job in 8 (the first, then every 8th): a clock read per job costs more than the
+ * rest of an empty job's bookkeeping. */
+static void job_number(rl__job *j, uint64_t seq)
+{
+    j->pub.seq = seq;
+    if ((seq & 7) == 0)
+        j->submit_ns = uv_hrtime();
+}
+
+/* Under l->mu, with room kept: a new job goes behind its key's fence or parked retry at l if
+ * there is one, else to the queue (true). */
+static bool place_job(rl__lane *l, rl__job *j)
+{
+    uint64_t hash = j->pub.hash;
+    rl__fence *f = rl__fence_for(l, hash);
+    rl__park *pk = f || !l->parks ? NULL : rl__park_for(l, hash);
+    if (f) {
+        rl__jobq_push(&f->parked, j);
+        l->parked++;
+        return false;
+    }
+    if (pk) { /* the key waits for a retry: behind it */
+        rl__jobq_push(&pk->later, j);
+        l->parked++;
+        return false;
+    }
+    rl__lq_push(&l->queue, j);
+    return true;
+}
+
+/* One attempt: RL_EAGAIN when there is no room. On the loop thread (on_loop) the route is read
+ * without its lock: only that thread changes it (lane changes, take_tag and close run there,
+ * and call no callback while they hold the lock), so nothing can change it meanwhile. */
+static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t tag, bool waiting,
+                       bool on_loop)
+{
+    if (atomic_load_explicit(&d->closing, memory_order_relaxed))
+        return RL_ECLOSED;
+    rl__job *j = job_alloc(d, on_loop);
+    if (!j)
+        return RL_ENOMEM;
+    job_init(j, data, tag, hash);
 
     int rc = 0;
     bool global_refusal = false;
-    pthread_rwlock_rdlock(&d->route_lock);
+    if (!on_loop)
+        pthread_rwlock_rdlock(&d->route_lock);
     if (atomic_load_explicit(&d->closing, memory_order_relaxed)) {
         rc = RL_ECLOSED;
     } else if (d->route.n == 0) {
@@ -88,29 +144,19 @@ static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t ta
             rc = RL_EAGAIN;
             global_refusal = true;
         } else {
-            /* Taken under the lane's mutex, so a key's sequence numbers rise with its order. */
-            j->pub.seq = atomic_fetch_add_explicit(&d->seq, 1, memory_order_relaxed);
-            /* Latency statistics sample one job in 8 (the first, then every 8th): a clock read
-             * per job costs more than the rest of an empty job's bookkeeping. */
-            if ((j->pub.seq & 7) == 0)
-                j->submit_ns = uv_hrtime();
-            rl__fence *f = rl__fence_for(l, hash);
-            if (f) {
-                rl__jobq_push(&f->parked, j);
-                l->parked++;
-            } else {
-                rl__lq_push(&l->queue, j);
+            job_number(j, atomic_fetch_add_explicit(&d->seq, 1, memory_order_relaxed));
+            if (place_job(l, j))
                 rl__lane_ready(l); /* an idle lane: an executor takes it */
-            }
             rl__lane_set_depth(l);
         }
         uv_mutex_unlock(&l->mu);
     }
-    pthread_rwlock_unlock(&d->route_lock);
+    if (!on_loop)
+        pthread_rwlock_unlock(&d->route_lock);
     if (global_refusal)
         refuse_global(d, waiting);
     if (rc)
-        free(j);
+        job_drop(d, on_loop, j);
     return rc;
 }
 
@@ -126,12 +172,16 @@ int rl_dispatch_try_submit(rl_dispatcher_t *d, const void *key, size_t key_len, 
 {
     if (!d)
         return RL_EINVAL;
-    rl__enter(d);
+    /* The loop thread's calls need no count: the close they would hold up runs there too. */
+    bool on_loop = rl__on_loop_thread(d);
+    if (!on_loop)
+        rl__enter(d);
     uint64_t hash;
     int rc = hash_key(d, key, key_len, &hash);
     if (!rc)
-        rc = submit_once(d, hash, data, tag, false);
-    rl__leave(d);
+        rc = submit_once(d, hash, data, tag, false, on_loop);
+    if (!on_loop)
+        rl__leave(d);
     return rc;
 }
 
@@ -143,14 +193,17 @@ int rl_dispatch_submit(rl_dispatcher_t *d, const void *key, size_t key_len, void
 {
     if (!d)
         return RL_EINVAL;
-    rl__enter(d);
+    bool on_loop = rl__on_loop_thread(d);
+    if (!on_loop)
+        rl__enter(d);
     uint64_t hash;
     int rc = hash_key(d, key, key_len, &hash);
     if (!rc)
-        rc = submit_once(d, hash, data, tag, false); /* the common case: there is room */
-    if (rc == RL_EAGAIN && !rl__on_loop_thread(d) && rl__worker_of != d)
+        rc = submit_once(d, hash, data, tag, false, on_loop); /* the common case: room */
+    if (rc == RL_EAGAIN && !on_loop && rl__worker_of != d)
         rc = submit_waiting(d, hash, data, tag, timeout_ms);
-    rl__leave(d);
+    if (!on_loop)
+        rl__leave(d);
     return rc;
 }
 
@@ -165,7 +218,7 @@ static int submit_waiting(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t
         uv_mutex_lock(&d->space_mu);
         uint64_t gen = d->space_gen;
         uv_mutex_unlock(&d->space_mu);
-        rc = submit_once(d, hash, data, tag, true);
+        rc = submit_once(d, hash, data, tag, true, false);
         if (rc != RL_EAGAIN)
             break;
         uv_mutex_lock(&d->space_mu);
@@ -180,4 +233,184 @@ static int submit_waiting(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t
     }
     atomic_fetch_sub(&d->space_waiters, 1);
     return rc;
+}
+
+/* --- a batch: rl_dispatch_submit_many --- */
+
+/* Items handled together: each lane's lock is taken once for its items among them. */
+#define BATCH 64
+
+/* Takes up to `want` places in max_jobs with one CAS, never past the bound; returns how many. */
+static size_t take_places(rl_dispatcher_t *d, size_t want)
+{
+    uint_fast64_t held = atomic_load(&d->jobs), got;
+    do {
+        if (held >= d->opts.max_jobs)
+            return 0;
+        got = d->opts.max_jobs - held < want ? d->opts.max_jobs - held : want;
+    } while (!atomic_compare_exchange_weak(&d->jobs, &held, held + got));
+    return (size_t)got;
+}
+
+/* One call's state. The route stays as it is for the whole call (the route lock is held for
+ * reading, or the call is on the loop thread, which alone changes it), so lanes are named by
+ * their index in it. */
+typedef struct batch {
+    rl_dispatcher_t *d;
+    bool on_loop;
+    int all_cut;         /* max_jobs refused (RL_EAGAIN): every item not queued yet is refused */
+    signed char *cut;    /* per lane: the answer that cut it, 0 if none (made at the first cut) */
+    bool cut_nomem;      /* no memory for `cut`: a lane cut cuts every lane */
+    bool refused_global; /* refuse_global to call once the locks are let go */
+    size_t queued;
+} batch;
+
+static void cut_lane(batch *b, uint32_t node, int err)
+{
+    if (!b->cut && !b->cut_nomem) {
+        b->cut = calloc(b->d->route.n, 1);
+        b->cut_nomem = !b->cut;
+    }
+    if (b->cut)
+        b->cut[node] = (signed char)err;
+    else
+        b->all_cut = err;
+}
+
+static int lane_cut(const batch *b, uint32_t node)
+{
+    if (b->all_cut)
+        return b->all_cut;
+    return b->cut ? b->cut[node] : 0;
+}
+
+/* The items of lane `node` among items[from..m), in order, that still wait (st == 1), under
+ * its mutex: as many as it has room for are queued, the rest refused and the lane cut. */
+static void queue_group(batch *b, const rl_dispatch_item *items, size_t from, size_t m,
+                        const uint64_t *hash, const uint32_t *node, rl__job **job, int *st)
+{
+    rl_dispatcher_t *d = b->d;
+    uint32_t n = node[from];
+    rl__lane *l = d->route.lanes[n];
+    size_t want = 0;
+    for (size_t i = from; i < m; i++)
+        want += st[i] == 1 && node[i] == n;
+    uv_mutex_lock(&l->mu);
+    size_t held = l->queue.len + l->parked, cap = d->opts.lane_capacity;
+    size_t take = held >= cap ? 0 : cap - held < want ? cap - held : want;
+    int err = take < want ? RL_EAGAIN : 0;
+    if (take && rl__lq_reserve(&l->queue, held + take) != 0) {
+        take = 0;
+        err = RL_ENOMEM;
+    } else if (take < want) {
+        refuse_lane(d, l, false);
+    }
+    size_t got = take ? take_places(d, take) : 0;
+    if (got < take) {
+        b->all_cut = RL_EAGAIN; /* max_jobs: nothing more is queued in this call */
+        b->refused_global = true;
+        err = RL_EAGAIN;
+    }
+    uint64_t seq = got ? atomic_fetch_add_explicit(&d->seq, got, memory_order_relaxed) : 0;
+    bool to_queue = false;
+    size_t done = 0;
+    for (size_t i = from; i < m; i++) {
+        if (st[i] != 1 || node[i] != n)
+            continue;
+        if (done == got) {
+            st[i] = err;
+            continue;
+        }
+        rl__job *j = job[i];
+        job[i] = NULL;
+        job_init(j, items[i].data, items[i].tag, hash[i]);
+        job_number(j, seq++);
+        to_queue |= place_job(l, j);
+        st[i] = 0;
+        done++;
+    }
+    if (to_queue)
+        rl__lane_ready(l);
+    rl__lane_set_depth(l);
+    uv_mutex_unlock(&l->mu);
+    if (err)
+        cut_lane(b, n, err);
+    b->queued += got;
+}
+
+/* Up to BATCH items. st[i]: 0 queued, 1 still waiting (inside), else the error. */
+static void submit_chunk(batch *b, const rl_dispatch_item *items, size_t m, int *st)
+{
+    rl_dispatcher_t *d = b->d;
+    uint64_t hash[BATCH];
+    uint32_t node[BATCH];
+    rl__job *job[BATCH];
+    for (size_t i = 0; i < m; i++) {
+        job[i] = NULL;
+        st[i] = hash_key(d, items[i].key, items[i].key_len, &hash[i]);
+        if (st[i])
+            continue; /* a key that cannot be hashed: never queued, so no gap follows it */
+        node[i] = rl__route_node(&d->route, hash[i]);
+        st[i] = lane_cut(b, node[i]);
+        if (st[i])
+            continue;
+        job[i] = job_alloc(d, b->on_loop);
+        if (!job[i]) {
+            st[i] = RL_ENOMEM;
+            cut_lane(b, node[i], RL_ENOMEM);
+            continue;
+        }
+        st[i] = 1;
+    }
+    for (size_t i = 0; i < m; i++) {
+        if (st[i] != 1)
+            continue;
+        if (b->all_cut)
+            st[i] = b->all_cut;
+        else
+            queue_group(b, items, i, m, hash, node, job, st);
+    }
+    for (size_t i = 0; i < m; i++)
+        if (job[i])
+            job_drop(d, b->on_loop, job[i]);
+}
+
+int rl_dispatch_submit_many(rl_dispatcher_t *d, const rl_dispatch_item *items, size_t n,
+                            int *status, size_t *queued)
+{
+    if (queued)
+        *queued = 0;
+    if (!d || (!items && n))
+        return RL_EINVAL;
+    batch b = {.d = d, .on_loop = rl__on_loop_thread(d)};
+    if (!b.on_loop) {
+        rl__enter(d);
+        pthread_rwlock_rdlock(&d->route_lock);
+    }
+    int first = 0;
+    if (atomic_load(&d->closing))
+        b.all_cut = RL_ECLOSED;
+    else if (d->route.n == 0)
+        b.all_cut = RL_ESTATE;
+    for (size_t at = 0; at < n; at += BATCH) {
+        size_t m = n - at < BATCH ? n - at : BATCH;
+        int st[BATCH];
+        submit_chunk(&b, items + at, m, st);
+        for (size_t i = 0; i < m; i++) {
+            if (status)
+                status[at + i] = st[i];
+            if (!first)
+                first = st[i];
+        }
+    }
+    if (!b.on_loop)
+        pthread_rwlock_unlock(&d->route_lock);
+    free(b.cut);
+    if (b.refused_global)
+        refuse_global(d, false);
+    if (!b.on_loop)
+        rl__leave(d);
+    if (queued)
+        *queued = b.queued;
+    return first;
 }

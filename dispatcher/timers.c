@@ -76,6 +76,10 @@ static void arm(rl_dispatcher_t *d)
 /* Loop thread: an entry whose time has come. */
 static void fire(rl_dispatcher_t *d, rl__timer_entry e)
 {
+    if (e.kind == RL__TIMER_PARK) {
+        rl__park_due(d, e.park);
+        return;
+    }
     rl__lane *l = e.lane;
     uv_mutex_lock(&l->mu);
     l->timer_refs--;
@@ -132,7 +136,7 @@ int rl__timer_add(rl_dispatcher_t *d, rl__timer_entry e)
         if (heap_reserve(&d->heap, d->heap.len + 1) != 0)
             return RL_ENOMEM;
         heap_push(&d->heap, e);
-        if (d->heap.v[0].lane == e.lane && d->heap.v[0].id == e.id)
+        if (d->heap.v[0].due_ns == e.due_ns)
             arm(d); /* the new earliest */
         return 0;
     }
@@ -178,6 +182,13 @@ void rl__timers_take_requests(rl_dispatcher_t *d)
 
 void rl__timers_free(rl_dispatcher_t *d)
 {
+    /* Parks are freed by their entries; the close left none holding jobs. */
+    for (size_t i = 0; i < d->heap.len; i++)
+        if (d->heap.v[i].kind == RL__TIMER_PARK)
+            free(d->heap.v[i].park);
+    for (size_t i = 0; i < d->requests.len; i++)
+        if (d->requests.v[i].kind == RL__TIMER_PARK)
+            free(d->requests.v[i].park);
     free(d->heap.v);
     free(d->requests.v);
     d->heap = (rl__timer_heap){0};

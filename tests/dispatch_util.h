@@ -1,4 +1,4 @@
-/* Shared by the dispatcher suites: a gate that holds handlers, and job records. */
+/* Shared by the dispatcher suites: a gate that holds handlers, and a wait for a retry. */
 #ifndef RINGLANE_DISPATCH_UTIL_H
 #define RINGLANE_DISPATCH_UTIL_H
 
@@ -6,6 +6,7 @@
 
 #include "ringlane/dispatcher.h"
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <uv.h>
@@ -57,6 +58,20 @@ static inline void gate_wait_arrived(gate *g, int n)
     while (g->arrived < n)
         uv_cond_wait(&g->cv, &g->mu);
     uv_mutex_unlock(&g->mu);
+}
+
+/* Waits until the first lane the statistics list has retried `n` attempts: with a long backoff,
+ * until its failed job waits for its retry. Polls; the test's timeout ends a wait that lasts. */
+static inline void wait_retried(rl_dispatcher_t *d, uint64_t n)
+{
+    for (;;) {
+        rl_dispatch_stats s;
+        rl_dispatch_lane_stats ls;
+        assert_rl_ok(rl_dispatch_stats_get(d, &s, &ls, 1, NULL));
+        if (ls.retried == n)
+            return;
+        sched_yield();
+    }
 }
 
 #endif

@@ -384,6 +384,236 @@ static void test_max_jobs(void **state)
     ctx_free(c);
 }
 
+/* --- rl_dispatch_submit_many --- */
+
+static rl_dispatch_item item_of(rec *r)
+{
+    return (rl_dispatch_item){r->key, strlen(r->key), r, r->tag};
+}
+
+/* Many keys in one call: every job queued, each key's jobs in item order. */
+static void test_submit_many_order(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, AB, 2);
+    start(c, &o);
+    enum { KEYS = 20, PER = 50, N = KEYS * PER };
+    rl_dispatch_item items[N];
+    int status[N];
+    for (int i = 0; i < N; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "k%d", i % KEYS);
+        items[i] = item_of(new_rec(c, key, i % KEYS));
+        status[i] = 12345;
+    }
+    size_t queued = 0;
+    /* 1,000 items: several chunks of the call's 64. */
+    assert_rl_ok(rl_dispatch_submit_many(c->d, items, N, status, &queued));
+    assert_int_equal(queued, N);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(status[i], 0);
+    run_until_done(c, N);
+    int last[KEYS];
+    for (int k = 0; k < KEYS; k++)
+        last[k] = k - KEYS;
+    for (int n = 0; n < c->ndone; n++) {
+        int i = c->done[n];
+        assert_int_equal(c->outcome[n], RL_DISPATCH_DONE);
+        assert_int_equal(i, last[i % KEYS] + KEYS);
+        last[i % KEYS] = i;
+    }
+    for (int k = 0; k < KEYS; k++)
+        assert_int_equal(last[k], N - KEYS + k);
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+}
+
+/* A full lane cuts its later items, even when room comes back during the call's chunks; items
+ * of the other lane go on; a key bound to the cut lane never has a later item queued. */
+static void test_submit_many_cuts_a_full_lane(void **state)
+{
+    (void)state;
+    char ka[32], kb[32];
+    key_moving(AB, 2, AB, 2, "a", "a", ka, sizeof ka);
+    key_moving(AB, 2, AB, 2, "b", "b", kb, sizeof kb);
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, AB, 2);
+    o.lane_capacity = 3;
+    start(c, &o);
+    gate_set(&c->g, false);
+    rec *first = new_rec(c, ka, 0);
+    first->gated = true;
+    assert_rl_ok(submit(c, first));
+    gate_wait_arrived(&c->g, 1); /* lane a runs it; its queue is empty */
+    /* a a b a a b a b b b: lane a takes 3, then is cut; lane b takes 3, then is cut. */
+    const char *pattern = "aabaababbb";
+    enum { M = 10 };
+    rl_dispatch_item items[M];
+    int status[M];
+    for (int i = 0; i < M; i++)
+        items[i] = item_of(new_rec(c, pattern[i] == 'a' ? ka : kb, 0));
+    size_t queued = 0;
+    assert_int_equal(rl_dispatch_submit_many(c->d, items, M, status, &queued), RL_EAGAIN);
+    assert_int_equal(queued, 6);
+    const int want[M] = {0, 0, 0, 0, RL_EAGAIN, 0, RL_EAGAIN, 0, RL_EAGAIN, RL_EAGAIN};
+    for (int i = 0; i < M; i++)
+        assert_int_equal(status[i], want[i]);
+    rl_dispatch_stats s;
+    assert_rl_ok(rl_dispatch_stats_get(c->d, &s, NULL, 0, NULL));
+    assert_int_equal(s.jobs, 7);
+    assert_true(s.refused >= 2);
+    gate_set(&c->g, true);
+    run_until_done(c, 7);
+    /* Each key's queued items end in item order. */
+    const int a_order[3] = {0, 1, 3}, b_order[3] = {2, 5, 7};
+    int a_seen = 0, b_seen = 0;
+    for (int n = 0; n < c->ndone; n++) {
+        rec *r = &c->recs[c->done[n]];
+        if (r == first)
+            continue;
+        int idx = (int)(r - c->recs) - 1;
+        assert_true(idx >= 0 && idx < M);
+        if (pattern[idx] == 'a')
+            assert_int_equal(idx, a_order[a_seen++]);
+        else
+            assert_int_equal(idx, b_order[b_seen++]);
+    }
+    assert_int_equal(a_seen, 3);
+    assert_int_equal(b_seen, 3);
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+}
+
+/* A cut lasts for the whole call: once a key's item is refused, none of its later items is
+ * queued, even in a later chunk of 64 when the lane has made room meanwhile (its worker runs
+ * freely here). Calls are repeated so that room does come back between chunks. */
+static void test_submit_many_cut_lasts_the_call(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, A, 1);
+    o.lane_capacity = 8;
+    start(c, &o);
+    enum { M = 200, CALLS = 16 };
+    rl_dispatch_item *items = calloc(M, sizeof *items);
+    int *status = calloc(M, sizeof *status);
+    assert_non_null(items);
+    assert_non_null(status);
+    int ended = 0;
+    for (int call = 0; call < CALLS; call++) {
+        c->nrec = 0;
+        c->ndone = 0;
+        c->ncalls = 0;
+        for (int i = 0; i < M; i++)
+            items[i] = item_of(new_rec(c, "k", 0));
+        size_t queued = 0;
+        int rc = rl_dispatch_submit_many(c->d, items, M, status, &queued);
+        assert_true(rc == 0 || rc == RL_EAGAIN);
+        for (size_t i = 0; i < M; i++)
+            assert_int_equal(status[i], i < queued ? 0 : RL_EAGAIN); /* a prefix */
+        run_until_done(c, (int)queued);
+        for (int n = 0; n < c->ndone; n++)
+            assert_int_equal(c->done[n], n);
+        ended += c->ndone;
+    }
+    assert_true(ended >= CALLS * 8);
+    free(items);
+    free(status);
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+}
+
+/* max_jobs cuts every lane; bad items are refused alone; the whole-call answers. */
+static void test_submit_many_limits_and_errors(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, AB, 2);
+    o.max_jobs = 4;
+    start(c, &o);
+    gate_set(&c->g, false);
+    size_t queued = 99;
+    int status[8];
+    assert_int_equal(rl_dispatch_submit_many(NULL, NULL, 0, NULL, &queued), RL_EINVAL);
+    assert_int_equal(queued, 0);
+    assert_int_equal(rl_dispatch_submit_many(c->d, NULL, 3, status, NULL), RL_EINVAL);
+    assert_rl_ok(rl_dispatch_submit_many(c->d, NULL, 0, NULL, &queued));
+    assert_int_equal(queued, 0);
+
+    /* A key that cannot be read (NULL with a length) is refused alone. */
+    rl_dispatch_item items[8];
+    for (int i = 0; i < 8; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "k%d", i);
+        rec *r = new_rec(c, key, 0);
+        r->gated = true;
+        items[i] = item_of(r);
+    }
+    items[1].key = NULL;
+    /* max_jobs 4: four of the seven readable items go in, the rest are refused, and in each
+     * lane the queued items come before the refused ones (so in each key, too). */
+    assert_int_equal(rl_dispatch_submit_many(c->d, items, 8, status, &queued), RL_EINVAL);
+    assert_int_equal(queued, 4);
+    assert_int_equal(status[1], RL_EINVAL);
+    rl_ring_t *ring = test_ring("default", 160, AB, 2);
+    bool refused_in[2] = {false, false};
+    int in = 0;
+    for (int i = 0; i < 8; i++) {
+        if (i == 1)
+            continue;
+        int lane = strcmp(test_owner(ring, c->recs[i].key), "a") == 0 ? 0 : 1;
+        if (status[i] == 0) {
+            assert_false(refused_in[lane]);
+            in++;
+        } else {
+            assert_int_equal(status[i], RL_EAGAIN);
+            refused_in[lane] = true;
+        }
+    }
+    rl_ring_free(ring);
+    assert_int_equal(in, 4);
+    gate_set(&c->g, true);
+    run_until_done(c, 4);
+    assert_int_equal(c->capacity_calls, 1); /* a refusal by max_jobs, then room again */
+
+    /* After close: RL_ECLOSED for every item. */
+    assert_rl_ok(rl_dispatch_close(c->d, RL_DISPATCH_DRAIN, on_closed));
+    items[1] = items[0];
+    assert_int_equal(rl_dispatch_submit_many(c->d, items, 2, status, &queued), RL_ECLOSED);
+    assert_int_equal(queued, 0);
+    assert_int_equal(status[0], RL_ECLOSED);
+    assert_int_equal(status[1], RL_ECLOSED);
+    assert_int_equal(uv_run(&c->loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(c->closed, 1);
+    assert_int_equal(uv_loop_close(&c->loop), 0);
+    ctx_free(c);
+}
+
+/* No lane: RL_ESTATE for every item, nothing queued. */
+static void test_submit_many_without_lanes(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, A, 1);
+    start(c, &o);
+    assert_rl_ok(rl_dispatch_remove_lane(c->d, "a"));
+    rl_dispatch_item items[2] = {item_of(new_rec(c, "x", 0)), item_of(new_rec(c, "y", 0))};
+    int status[2];
+    size_t queued = 9;
+    assert_int_equal(rl_dispatch_submit_many(c->d, items, 2, status, &queued), RL_ESTATE);
+    assert_int_equal(queued, 0);
+    assert_int_equal(status[0], RL_ESTATE);
+    assert_int_equal(status[1], RL_ESTATE);
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+}
+
 /* A handler that submits to its own full lane gets RL_EAGAIN instead of waiting for itself. */
 static int self_submit_rc[2];
 static int self_submitting_handler(rl_dispatcher_t *d, rl_dispatch_job *job)
@@ -456,7 +686,51 @@ static void test_close_wakes_waiting_submitter(void **state)
 
 /* --- failures --- */
 
-static void test_retry_in_place(void **state)
+/* A failing job parks its key, not its lane: the key's later jobs wait behind it, the lane's
+ * other keys go on. Deterministic: the retry is not due for a minute, and ends by take_tag. */
+static void test_retry_parks_the_key(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, A, 1);
+    o.max_attempts = 5;
+    o.backoff_ms = o.backoff_max_ms = 60000;
+    start(c, &o);
+    rec *r0 = new_rec(c, "k", 7);
+    r0->fail_times = 5;
+    assert_rl_ok(submit(c, r0));
+    wait_retried(c->d, 1);                           /* until r0 waits for its retry */
+    assert_rl_ok(submit(c, new_rec(c, "k", 0)));     /* #1: behind r0 */
+    assert_rl_ok(submit(c, new_rec(c, "other", 0))); /* #2: same lane, another key: runs */
+    run_until_done(c, 1);
+    assert_int_equal(c->done[0], 2);
+    rl_dispatch_lane_stats ls;
+    rl_dispatch_stats s;
+    assert_rl_ok(rl_dispatch_stats_get(c->d, &s, &ls, 1, NULL));
+    assert_int_equal(ls.parked, 2);       /* r0 and #1 */
+    assert_int_equal(ls.retry_parked, 1); /* one key */
+    assert_int_equal(ls.in_flight, 0);
+    assert_int_equal(ls.failed, 1);
+    /* r0 handed back: #1 need not wait for it any more. */
+    size_t n;
+    assert_rl_ok(rl_dispatch_take_tag(c->d, 7, &n));
+    assert_int_equal(n, 1);
+    run_until_done(c, 3);
+    assert_int_equal(c->done[1], 0);
+    assert_int_equal(c->outcome[1], RL_DISPATCH_RETURNED);
+    assert_int_equal(c->done[2], 1);
+    assert_int_equal(c->outcome[2], RL_DISPATCH_DONE);
+    assert_int_equal(c->ncalls, 3); /* r0 once, #2, #1 */
+    int want[] = {0, 2, 1};
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(c->calls[i], want[i]);
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+}
+
+/* Retries run again before the key's later jobs, with attempts and statistics counted. */
+static void test_retry_before_later_jobs(void **state)
 {
     (void)state;
     ctx *c = ctx_new();
@@ -468,23 +742,20 @@ static void test_retry_in_place(void **state)
     r0->fail_times = 2;
     assert_rl_ok(submit(c, r0));
     assert_rl_ok(submit(c, new_rec(c, "k", 0)));
-    assert_rl_ok(submit(c, new_rec(c, "other", 0))); /* same lane: it waits too */
-    run_until_done(c, 3);
-    /* Calls: r0, r0, r0 (success), then the others: nothing overtook the failing job. */
-    assert_int_equal(c->ncalls, 5);
-    int want[] = {0, 0, 0, 1, 2};
-    for (int i = 0; i < 5; i++)
+    run_until_done(c, 2);
+    int want[] = {0, 0, 0, 1};
+    assert_int_equal(c->ncalls, 4);
+    for (int i = 0; i < 4; i++)
         assert_int_equal(c->calls[i], want[i]);
     assert_int_equal(c->done[0], 0);
-    assert_int_equal(c->outcome[0], RL_DISPATCH_DONE);
     assert_int_equal(c->attempts[0], 3);
     rl_dispatch_lane_stats ls;
     rl_dispatch_stats s;
     assert_rl_ok(rl_dispatch_stats_get(c->d, &s, &ls, 1, NULL));
     assert_int_equal(ls.failed, 2);
     assert_int_equal(ls.retried, 2);
-    assert_int_equal(ls.processed, 3);
-    assert_int_equal(ls.dead_lettered, 0);
+    assert_int_equal(ls.processed, 2);
+    assert_int_equal(ls.retry_parked, 0);
     finish(c, RL_DISPATCH_DRAIN);
     ctx_free(c);
 }
@@ -595,14 +866,7 @@ static void test_close_stop(void **state)
     second->gated = true;
     assert_rl_ok(submit(c, second));
     /* Wait for the retry to be scheduled. */
-    for (;;) {
-        rl_dispatch_lane_stats ls;
-        rl_dispatch_stats s;
-        assert_rl_ok(rl_dispatch_stats_get(c->d, &s, &ls, 1, NULL));
-        if (ls.retried == 1)
-            break;
-        uv_sleep(1);
-    }
+    wait_retried(c->d, 1);
     assert_rl_ok(rl_dispatch_close(c->d, RL_DISPATCH_STOP, on_closed));
     assert_int_equal(uv_run(&c->loop, UV_RUN_DEFAULT), 0);
     assert_int_equal(c->ndone, 2);
@@ -666,6 +930,74 @@ static void test_take_and_wait_tag(void **state)
     ctx_free(c);
 }
 
+/* take_tag called from inside an on_done that another take_tag is delivering: the outer call's
+ * jobs not yet ended end first, so a key's jobs still end in order. (Found by an outside
+ * stress program: the inner call's jobs, and completions it delivered, overtook the outer's.) */
+static int nested_step;
+static void nested_on_done(rl_dispatcher_t *d, rl_dispatch_job *job, int outcome)
+{
+    ctx *c = rl_dispatch_get_data(d);
+    on_done(d, job, outcome);
+    if (job->data != &c->recs[1] || nested_step != 0)
+        return;
+    nested_step = 1;
+    if (strcmp(c->recs[0].key, "A") == 0) {
+        /* A's next job, then the same tag taken again: it must end after A's queued one. */
+        assert_rl_ok(submit(c, new_rec(c, "A", 1)));
+        assert_rl_ok(rl_dispatch_take_tag(d, 1, NULL));
+        return;
+    }
+    /* Y's next job runs to its end (the lane is free once the gate opens) before an inner
+     * take_tag delivers completions: it must end after Y's job the outer call handed back. */
+    gate_set(&c->g, true);
+    assert_rl_ok(submit(c, new_rec(c, "Y", 2)));
+    for (;;) {
+        rl_dispatch_stats st;
+        rl_dispatch_lane_stats ls;
+        size_t n;
+        assert_rl_ok(rl_dispatch_stats_get(d, &st, &ls, 1, &n));
+        if (ls.processed == 2)
+            break;
+        uv_sleep(1);
+    }
+    assert_rl_ok(rl_dispatch_take_tag(d, 5, NULL));
+}
+
+static void nested_take(const char *const keys[3], const int want[4])
+{
+    nested_step = 0;
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, A, 1);
+    o.on_done = nested_on_done;
+    start(c, &o);
+    gate_set(&c->g, false);
+    rec *first = new_rec(c, keys[0], 1);
+    first->gated = true;
+    assert_rl_ok(submit(c, first));
+    gate_wait_arrived(&c->g, 1);
+    assert_rl_ok(submit(c, new_rec(c, keys[1], 1)));
+    assert_rl_ok(submit(c, new_rec(c, keys[2], 1)));
+    assert_rl_ok(rl_dispatch_take_tag(c->d, 1, NULL));
+    gate_set(&c->g, true);
+    run_until_done(c, 4);
+    for (int k = 0; k < 4; k++)
+        assert_int_equal(c->done[k], want[k]);
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+}
+
+static void test_nested_take_tag_keeps_order(void **state)
+{
+    (void)state;
+    /* A0 in its handler, X and A1 queued; inside X's hand-back, A2 comes and is taken:
+     * X, A1, A2 handed back in that order, then A0 done. */
+    nested_take((const char *const[]){"A", "X", "A"}, (const int[]){1, 2, 3, 0});
+    /* B0 in its handler, X and Y0 queued and handed back; inside X's, B0 and then Y1 run to
+     * their end: Y0 ends before them. */
+    nested_take((const char *const[]){"B", "X", "Y"}, (const int[]){1, 2, 0, 3});
+}
+
 static void test_take_tag_during_retry(void **state)
 {
     (void)state;
@@ -679,14 +1011,7 @@ static void test_take_tag_during_retry(void **state)
     assert_rl_ok(submit(c, failing));
     assert_rl_ok(submit(c, new_rec(c, "k", 7)));
     assert_rl_ok(submit(c, new_rec(c, "k", 8)));
-    for (;;) {
-        rl_dispatch_lane_stats ls;
-        rl_dispatch_stats s;
-        assert_rl_ok(rl_dispatch_stats_get(c->d, &s, &ls, 1, NULL));
-        if (ls.retried == 1)
-            break;
-        uv_sleep(1);
-    }
+    wait_retried(c->d, 1);
     size_t n;
     assert_rl_ok(rl_dispatch_take_tag(c->d, 7, &n));
     assert_int_equal(n, 2);
@@ -956,14 +1281,21 @@ int main(void)
         cmocka_unit_test(test_order_per_key),
         cmocka_unit_test(test_backpressure),
         cmocka_unit_test(test_max_jobs),
+        cmocka_unit_test(test_submit_many_order),
+        cmocka_unit_test(test_submit_many_cuts_a_full_lane),
+        cmocka_unit_test(test_submit_many_cut_lasts_the_call),
+        cmocka_unit_test(test_submit_many_limits_and_errors),
+        cmocka_unit_test(test_submit_many_without_lanes),
         cmocka_unit_test(test_submit_from_handler),
         cmocka_unit_test(test_close_wakes_waiting_submitter),
-        cmocka_unit_test(test_retry_in_place),
+        cmocka_unit_test(test_retry_parks_the_key),
+        cmocka_unit_test(test_retry_before_later_jobs),
         cmocka_unit_test(test_dead_letter),
         cmocka_unit_test(test_close_drain),
         cmocka_unit_test(test_close_stop),
         cmocka_unit_test(test_take_and_wait_tag),
         cmocka_unit_test(test_take_tag_during_retry),
+        cmocka_unit_test(test_nested_take_tag_keeps_order),
         cmocka_unit_test(test_fence_on_add),
         cmocka_unit_test(test_fence_on_remove),
         cmocka_unit_test(test_remove_last_lane),

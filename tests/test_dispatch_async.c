@@ -501,6 +501,56 @@ static void test_wait_tag_in_async_handler(void **state)
     world_end(w, RL_DISPATCH_DRAIN);
 }
 
+/* A key parked for a retry fills a lane of capacity 1; a submitter of another key blocks. When
+ * the retry starts, the lane has room again: the submitter must wake (it slept forever when
+ * only a job taken from the queue counted as room). */
+typedef struct blocked_submit {
+    rl_dispatcher_t *d;
+    atomic_int rc;
+    atomic_bool returned;
+} blocked_submit;
+
+static void submit_other_key(void *arg)
+{
+    blocked_submit *b = arg;
+    atomic_store(&b->rc, rl_dispatch_submit(b->d, "x", 1, &ids[1], 0, -1));
+    atomic_store(&b->returned, true);
+}
+
+static void test_parked_retry_makes_room(void **state)
+{
+    (void)state;
+    world *w = world_new();
+    const char *lanes[] = {"a"};
+    rl_dispatch_options o;
+    rl_dispatch_options_init(&o);
+    o.lanes = lanes;
+    o.lane_count = 1;
+    o.handler = fail_once;
+    o.on_done = on_done;
+    o.data = w;
+    o.lane_capacity = 1;
+    o.backoff_ms = o.backoff_max_ms = 20;
+    assert_rl_ok(rl_dispatch_init(&w->loop, &o, &w->d));
+    put(w, "k", 0, 0);
+    rl_dispatch_stats s;
+    rl_dispatch_lane_stats ls;
+    do { /* until k is parked: the lane is full */
+        uv_run(&w->loop, UV_RUN_NOWAIT);
+        assert_rl_ok(rl_dispatch_stats_get(w->d, &s, &ls, 1, NULL));
+    } while (ls.retry_parked == 0);
+    blocked_submit b = {.d = w->d};
+    uv_thread_t t;
+    assert_int_equal(uv_thread_create(&t, submit_other_key, &b), 0);
+    while (!atomic_load(&b.returned) || w->nended < 2)
+        uv_run(&w->loop, UV_RUN_ONCE);
+    uv_thread_join(&t);
+    assert_int_equal(atomic_load(&b.rc), 0);
+    assert_int_equal(w->ended[0], 0);
+    assert_int_equal(w->attempts[0], 2);
+    world_end(w, RL_DISPATCH_DRAIN);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -516,6 +566,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_wait_tag_runs_retries),
         cmocka_unit_test(test_deadlines_while_loop_waits),
         cmocka_unit_test(test_wait_tag_in_async_handler),
+        cmocka_unit_test(test_parked_retry_makes_room),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

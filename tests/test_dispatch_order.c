@@ -390,21 +390,85 @@ typedef struct submitter {
     int id;
 } submitter;
 
+/* A key of submitter `id` (k % SUBMITTERS == id; thread 0 owns the hot key too). */
+static int pick_key(int id, uint64_t *rng)
+{
+    int own = (KEYS - id + SUBMITTERS - 1) / SUBMITTERS;
+    if (id == 0 && test_rand(rng) % 4 == 0)
+        return HOT_KEY;
+    return id + SUBMITTERS * (int)(test_rand(rng) % (uint64_t)own);
+}
+
+/* One rl_dispatch_submit_many of 1..BATCH_MAX items over the thread's keys (a key may come more
+ * than once; over 64 items, the call works in more than one chunk). Checks its promise: a key's
+ * queued items are the first of its items. False once the dispatcher answers RL_ECLOSED. */
+#define BATCH_MAX 150
+static bool submit_batch(world *w, int id, uint64_t *rng)
+{
+    rl_dispatch_item items[BATCH_MAX];
+    int keys[BATCH_MAX], status[BATCH_MAX], next_seq[BATCH_MAX];
+    char names[BATCH_MAX][48];
+    size_t m = 1 + (size_t)(test_rand(rng) % BATCH_MAX);
+    for (size_t i = 0; i < m; i++) {
+        int key = keys[i] = pick_key(id, rng);
+        int seq = atomic_load(&w->keys[key].submitted);
+        for (size_t k = 0; k < i; k++)
+            seq += keys[k] == key; /* its earlier items in this batch come first */
+        next_seq[i] = seq;
+        job_rec *r = calloc(1, sizeof *r);
+        assert_non_null(r);
+        r->key = key;
+        r->seq = seq;
+        int len = key_name(key, names[i], sizeof names[i]);
+        items[i] = (rl_dispatch_item){names[i], (size_t)len, r, key % TAGS};
+    }
+    size_t queued = 0;
+    int rc = rl_dispatch_submit_many(w->d, items, m, status, &queued);
+    size_t counted = 0;
+    bool open = true;
+    for (size_t i = 0; i < m; i++) {
+        key_state *k = &w->keys[keys[i]];
+        if (status[i] == 0) {
+            if (atomic_load(&k->submitted) != next_seq[i]) {
+                atomic_fetch_add(&w->violations, 1);
+                violation(w, "submit_many: key %d queued item %d while its item %d was refused",
+                          keys[i], next_seq[i], atomic_load(&k->submitted));
+            }
+            atomic_store(&k->submitted, next_seq[i] + 1);
+            atomic_fetch_add(&w->submitted_total, 1);
+            atomic_fetch_add(&w->progress, 1);
+            counted++;
+            continue;
+        }
+        free(items[i].data); /* not queued: still ours */
+        if (status[i] == RL_ECLOSED)
+            open = false;
+        else if (status[i] != RL_EAGAIN && status[i] != RL_ESTATE)
+            fail_msg("submit_many: %s", rl_err_name(status[i]));
+    }
+    if (counted != queued || (rc == 0) != (queued == m)) {
+        atomic_fetch_add(&w->violations, 1);
+        violation(w, "submit_many: %d queued by status, %d by count, answer %d", (int)counted,
+                  (int)queued, rc);
+    }
+    if (queued < m)
+        sched_yield();
+    return open;
+}
+
 /* Submits until the dispatcher answers RL_ECLOSED; then makes no call again. */
 static void submit_thread(void *arg)
 {
     submitter *s = arg;
     world *w = s->w;
     uint64_t rng = 0x5eed0000u + (uint64_t)s->id;
-    /* The keys this thread owns: k % SUBMITTERS == id; thread 0 owns the hot key. */
-    int own = (KEYS - s->id + SUBMITTERS - 1) / SUBMITTERS;
     uint64_t n = 0;
     for (bool open = true; open;) {
-        int key;
-        if (s->id == 0 && test_rand(&rng) % 4 == 0)
-            key = HOT_KEY;
-        else
-            key = s->id + SUBMITTERS * (int)(test_rand(&rng) % (uint64_t)own);
+        if (n++ % 8 == 7) { /* one call in 8 is a batch */
+            open = submit_batch(w, s->id, &rng);
+            continue;
+        }
+        int key = pick_key(s->id, &rng);
         key_state *k = &w->keys[key];
         job_rec *r = calloc(1, sizeof *r);
         assert_non_null(r);
@@ -432,7 +496,6 @@ static void submit_thread(void *arg)
             atomic_fetch_add(&w->submitted_total, 1);
             atomic_fetch_add(&w->progress, 1);
         }
-        n++;
     }
     atomic_fetch_sub(&w->running, 1);
 }

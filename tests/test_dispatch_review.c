@@ -313,14 +313,7 @@ static void test_take_tag_across_fence(void **state)
         job *j0 = add_job(w, 0, 5);
         j0->fail_first = 1;
         assert_rl_ok(put(w, j0));
-        for (;;) { /* until J0 waits for its retry */
-            rl_dispatch_stats s;
-            rl_dispatch_lane_stats ls;
-            assert_rl_ok(rl_dispatch_stats_get(w->d, &s, &ls, 1, NULL));
-            if (ls.retried == 1)
-                break;
-            sched_yield();
-        }
+        wait_retried(w->d, 1); /* until J0 waits for its retry */
         assert_rl_ok(rl_dispatch_add_lane(w->d, "n"));
         job *j1 = add_job(w, 0, 5), *j2 = add_job(w, 0, 5);
         assert_rl_ok(put(w, j1));
@@ -635,14 +628,7 @@ static void test_take_and_wait_after_stop(void **state)
     job *failing = add_job(w, 0, 3);
     failing->fail_first = 1;
     assert_rl_ok(put(w, failing));
-    for (;;) {
-        rl_dispatch_stats s;
-        rl_dispatch_lane_stats ls;
-        assert_rl_ok(rl_dispatch_stats_get(w->d, &s, &ls, 1, NULL));
-        if (ls.retried == 1)
-            break;
-        sched_yield();
-    }
+    wait_retried(w->d, 1);
     assert_rl_ok(rl_dispatch_close(w->d, RL_DISPATCH_STOP, on_closed));
     assert_rl_ok(rl_dispatch_wait_tag(w->d, 3, UINT64_MAX));
     assert_rl_ok(rl_dispatch_take_tag(w->d, 3, &n));

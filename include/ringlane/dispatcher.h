@@ -24,18 +24,20 @@
  * some lane counts) ketama also move keys between lanes that stay; those move the same way.
  * Lanes whose keys do not move keep running.
  *
- * Threads: rl_dispatch_try_submit, rl_dispatch_submit, rl_dispatch_wait_tag, the statistics
- * and rl_dispatch_get_data may be called from any thread. Everything else (init, close, lane
- * changes, rl_dispatch_take_tag) is called on the loop thread, the thread that called
- * rl_dispatch_init; elsewhere they return RL_ESTATE. Handlers run on lane workers; every other
- * callback runs on the loop thread. rl_dispatch_complete may be called from any thread.
+ * Threads: rl_dispatch_try_submit, rl_dispatch_submit, rl_dispatch_submit_many,
+ * rl_dispatch_wait_tag, the statistics and rl_dispatch_get_data may be called from any thread.
+ * Everything else (init, close, lane changes, rl_dispatch_take_tag) is called on the loop
+ * thread, the thread that called rl_dispatch_init; elsewhere they return RL_ESTATE. Handlers
+ * run on lane workers; every other callback runs on the loop thread. rl_dispatch_complete may
+ * be called from any thread.
  *
  * Lifetime: the dispatcher is freed when close_cb returns. Calls from other threads that are in
- * progress while a close finishes (submitters blocked for room, wait_tag, statistics) are
- * waited for: they return (RL_ECLOSED, or their answer) before close_cb runs. A call that
- * begins after close_cb has begun uses freed memory: have other threads stop calling once a
- * submission answers RL_ECLOSED (or once you have called close), and join them before close_cb
- * returns.
+ * progress while a close finishes (submitters blocked for room, wait_tag, statistics,
+ * rl_dispatch_complete) are waited for: they return (RL_ECLOSED, or their answer) before
+ * close_cb runs. A call that begins after close_cb has begun uses freed memory: have other
+ * threads stop calling once a submission answers RL_ECLOSED (or once you have called close),
+ * and join them before close_cb returns. A completion for a job still in flight is always in
+ * time: the close waits for that job.
  *
  * Every accepted job ends in exactly one on_done call: RL_DISPATCH_DONE (the handler returned
  * 0), RL_DISPATCH_DEAD (dead-lettered after max_attempts failures) or RL_DISPATCH_RETURNED
@@ -95,8 +97,9 @@ enum rl_dispatch_close_mode {
 };
 
 /* Runs on a worker thread. Returns 0 for success; anything else is a failure, retried after a
- * backoff while the lane waits (later jobs of the lane cannot overtake it; the wait is a timer
- * on the loop, no thread sleeps through it). */
+ * backoff with its key parked: the key's later jobs wait behind it, in order, and run after it;
+ * the lane goes on with its other keys meanwhile. The wait is a timer on the loop; no thread
+ * sleeps through it. */
 typedef int (*rl_dispatch_handler_fn)(rl_dispatcher_t *d, rl_dispatch_job *job);
 /* Runs on the loop thread and starts the job: the job is finished by
  * rl_dispatch_complete(d, job->ticket, status), from any thread, now (inside this call) or
@@ -122,10 +125,11 @@ typedef struct rl_dispatch_options {
     rl_dispatch_done_cb on_done;         /* NULL: jobs end silently */
     rl_dispatch_capacity_cb on_capacity; /* NULL: none */
     void *data;                          /* the caller's, see rl_dispatch_get_data */
-    uint32_t lane_capacity;              /* jobs queued in one lane before RL_EAGAIN (1024) */
-    uint32_t max_jobs;     /* jobs held at once, queued to undelivered: the memory bound (65536) */
-    uint32_t max_attempts; /* handler calls before a job is dead-lettered (5) */
-    uint32_t backoff_ms;   /* delay before the first retry, doubled each time (10) */
+    uint32_t lane_capacity; /* jobs one lane holds before RL_EAGAIN, queued or parked (behind a
+                               moved key's job or a key's retry) (1024) */
+    uint32_t max_jobs;      /* jobs held at once, queued to undelivered: the memory bound (65536) */
+    uint32_t max_attempts;  /* handler calls before a job is dead-lettered (5) */
+    uint32_t backoff_ms;    /* delay before the first retry, doubled each time (10) */
     uint32_t backoff_max_ms; /* the largest delay (1000) */
     uint32_t workers;        /* blocking handlers: 0 = a worker thread per lane (lanes up to
                                 RL_DISPATCH_THREADS_MAX); W = a pool of W threads shared by all
@@ -153,7 +157,8 @@ RL_EXTERN int rl_dispatch_init(struct uv_loop_s *loop, const rl_dispatch_options
 RL_EXTERN void *rl_dispatch_get_data(const rl_dispatcher_t *d);
 
 /* Queues a job for `key` (key_len bytes; NULL with key_len 0 is the empty key, a key like any
- * other) without waiting. RL_EAGAIN: the key's lane holds lane_capacity jobs,
+ * other) without waiting. RL_EAGAIN: the key's lane holds lane_capacity jobs (queued or parked:
+ * the backlog of a key parked for a retry takes its lane's room, as queued jobs do),
  * or the dispatcher holds max_jobs (see on_capacity). RL_ECLOSED after close; RL_ESTATE when
  * there is no lane; RL_EBADKEY if the ring's profile cannot hash the key; RL_EINVAL; RL_ENOMEM.
  * Never blocks on capacity; it only takes short locks. */
@@ -167,6 +172,28 @@ RL_EXTERN int rl_dispatch_try_submit(rl_dispatcher_t *d, const void *key, size_t
 RL_EXTERN int rl_dispatch_submit(rl_dispatcher_t *d, const void *key, size_t key_len, void *data,
                                  int64_t tag, int64_t timeout_ms);
 
+/* One job of rl_dispatch_submit_many: the arguments of one rl_dispatch_try_submit. */
+typedef struct rl_dispatch_item {
+    const void *key;
+    size_t key_len;
+    void *data;
+    int64_t tag;
+} rl_dispatch_item;
+
+/* Queues n jobs without waiting, as rl_dispatch_try_submit would one after another, but taking
+ * each lane's lock once for all of its items in every 64. A refusal cuts the item's lane for
+ * the rest of the call: every later item bound for that lane gets the same answer, so the jobs
+ * queued for a key are always the first of its items (none is skipped while a later one is
+ * queued). A refusal by max_jobs cuts every lane. Sequence numbers rise with each key's order;
+ * within a call, jobs of different lanes may number in another order than their items.
+ * status, when not NULL, has room for n answers: status[i] is 0 when items[i] was queued, else
+ * the error rl_dispatch_try_submit would give (RL_EAGAIN, RL_EBADKEY, RL_EINVAL, RL_ENOMEM,
+ * RL_ECLOSED, RL_ESTATE). *queued (may be NULL) is how many were queued.
+ * Returns 0 when all n were queued; else the answer of the first item refused, in item order.
+ * RL_EINVAL, with nothing queued, for a NULL d, or NULL items with n > 0. Any thread. */
+RL_EXTERN int rl_dispatch_submit_many(rl_dispatcher_t *d, const rl_dispatch_item *items, size_t n,
+                                      int *status, size_t *queued);
+
 /* Adds a lane and moves to it the keys the ring gives it, with their queued jobs (in order).
  * With workers = 0 it starts the lane's worker thread. Errors: RL_EDUPNAME, RL_ENAME,
  * RL_ERANGE (lane or thread limit), RL_ECLOSED, RL_ESTATE (not the loop thread), RL_ENOMEM,
@@ -175,8 +202,9 @@ RL_EXTERN int rl_dispatch_add_lane(rl_dispatcher_t *d, const char *name);
 
 /* Removes a lane: its keys and queued jobs move to the lanes the ring now gives them, in order
  * (and so do other lanes' keys that the profile moves); its worker finishes its in-flight job
- * and stops. Errors: RL_ENOENT, RL_EBUSY (the last lane while it still holds jobs: nothing
- * changes, nothing is lost), RL_ECLOSED, RL_ESTATE, RL_ENOMEM. With the last lane gone
+ * and stops. Errors: RL_ENOENT, RL_EBUSY (the last lane while any job is left: queued, in
+ * flight, parked for a retry, or waiting behind a removed lane's job; nothing changes, nothing
+ * is lost), RL_ECLOSED, RL_ESTATE, RL_ENOMEM. With the last lane gone
  * submissions answer RL_ESTATE until a lane is added. */
 RL_EXTERN int rl_dispatch_remove_lane(rl_dispatcher_t *d, const char *name);
 
@@ -198,7 +226,8 @@ RL_EXTERN int rl_dispatch_complete(rl_dispatcher_t *d, uint64_t ticket, int stat
 RL_EXTERN int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count);
 
 /* Waits up to timeout_ms (any value: UINT64_MAX waits without a limit) until no job with `tag`
- * is in flight (in its handler, or waiting for a retry: rl_dispatch_take_tag hands those back).
+ * is in flight (in its handler, or waiting for a retry: rl_dispatch_take_tag hands those back;
+ * a job that is in its handler when take_tag looks is waited for through all its attempts).
  * On the loop thread it then delivers the finished jobs' on_done calls before returning 0 (and,
  * after a close in RL_DISPATCH_STOP mode, hands back the tag's jobs the close holds, a job
  * stopped in its retry delay among them), so every job with the tag has ended once
@@ -222,9 +251,11 @@ typedef struct rl_dispatch_lane_stats {
     char name[RL_NAME_MAX + 1];
     int retiring;           /* removed, finishing its in-flight job */
     uint64_t depth;         /* jobs queued */
-    uint64_t parked;        /* jobs of moved keys waiting for their old lane's in-flight job */
-    uint64_t in_flight;     /* 0 or 1: a job in its handler, pending completion, or waiting
-                               for a retry */
+    uint64_t parked;        /* jobs waiting behind a key's job elsewhere: of moved keys, for
+                               their old lane's job in flight; of keys parked for a retry,
+                               for it (the retrying job included) */
+    uint64_t retry_parked;  /* keys parked here for a retry */
+    uint64_t in_flight;     /* 0 or 1: a job in its handler or pending its completion */
     uint64_t processed;     /* jobs ended here: done + dead-lettered */
     uint64_t failed;        /* handler calls that failed */
     uint64_t retried;       /* retries scheduled */
@@ -238,7 +269,8 @@ typedef struct rl_dispatch_stats {
     uint64_t jobs;      /* jobs held now (towards max_jobs; never above it, at times above what is
                            held: places come back to max_jobs a few at a time) */
     uint64_t submitted; /* accepted */
-    uint64_t refused;   /* RL_EAGAIN answers */
+    uint64_t refused;   /* refusals for room: RL_EAGAIN answers, and each attempt a blocking
+                           submit made before it got in or gave up */
     uint64_t done, dead_lettered, returned; /* on_done calls by outcome */
     uint64_t lane_changes;                  /* successful add_lane / remove_lane */
     uint64_t last_change_ns; /* how long the last change held submissions and moved keys */
