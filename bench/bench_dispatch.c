@@ -3,8 +3,15 @@
  *
  *   bench_dispatch                      everything below
  *   bench_dispatch throughput [JOBS]    jobs/s, empty handler and ~1 us of work, 1/2/4 lanes
+ *   bench_dispatch uv [JOBS]            against uv_queue_work, fed from the loop thread
  *   bench_dispatch handoff              add_lane / remove_lane with 100,000 jobs queued
- *   bench_dispatch one dispatch|baseline LANES WORK_NS JOBS   one run (for callgrind)
+ *   bench_dispatch one KIND LANES WORK_NS JOBS
+ *       one run, for callgrind. KIND: dispatch or baseline (producer thread), loopfed or
+ *       loopfed_batched (the dispatcher fed from the loop), uv_queue_work or uv_batched (libuv's
+ *       pool fed from the loop; it reads UV_THREADPOOL_SIZE: set it to LANES)
+ *
+ * uv: jobs are submitted on the loop thread and complete on it, as a libuv program uses
+ * uv_queue_work; each run is a child process (libuv sizes its pool once per process).
  *
  * The baseline is the same number of workers pulling from one shared bounded queue (a mutex and
  * two condition variables), with completions delivered to the loop thread the same way (a
@@ -20,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <uv.h>
 
 #define NKEYS 1000
@@ -268,6 +277,225 @@ static double run_baseline(int workers, uint64_t work_ns, uint64_t jobs)
     return rate;
 }
 
+/* --- fed from the loop thread: the dispatcher against libuv's own threadpool --- */
+
+/* Jobs are submitted on the loop thread, WINDOW per worker at first and then one per completion
+ * (completions run on the loop in both), as a libuv program feeds uv_queue_work. */
+#define WINDOW 256
+
+/* With batches, jobs go in 64 at a time (rl_dispatch_submit_many; uv_queue_work has no batch
+ * call, so its side makes 64 calls at the same moments). */
+#define FEED_BATCH 64
+
+typedef struct loopfed {
+    uv_loop_t loop;
+    rl_dispatcher_t *d;
+    bool batched;
+    uint64_t jobs, submitted, ended, iters, window, t0, t1;
+} loopfed;
+
+static void loopfed_more_batched(loopfed *f)
+{
+    rl_dispatch_item items[FEED_BATCH];
+    while (f->submitted < f->jobs && f->window - (f->submitted - f->ended) >= FEED_BATCH) {
+        size_t m =
+            f->jobs - f->submitted < FEED_BATCH ? (size_t)(f->jobs - f->submitted) : FEED_BATCH;
+        for (size_t i = 0; i < m; i++) {
+            int k = (int)((f->submitted + i) % NKEYS);
+            items[i] = (rl_dispatch_item){keys[k], key_len[k], NULL, 0};
+        }
+        size_t queued = 0;
+        int rc = rl_dispatch_submit_many(f->d, items, m, NULL, &queued);
+        if (rc && rc != RL_EAGAIN)
+            die("submit_many", rc);
+        /* Refused items of a full lane are sent again next time, with the ones after them:
+         * every key's items here are a prefix of its jobs, so skipping none keeps order. */
+        if (queued < m) {
+            f->submitted += queued; /* counts only; the bench checks no order */
+            return;
+        }
+        f->submitted += m;
+    }
+}
+
+static void loopfed_more(loopfed *f)
+{
+    if (f->batched) {
+        loopfed_more_batched(f);
+        return;
+    }
+    while (f->submitted < f->jobs && f->submitted - f->ended < f->window) {
+        int k = (int)(f->submitted % NKEYS);
+        int rc = rl_dispatch_try_submit(f->d, keys[k], key_len[k], NULL, 0);
+        if (rc == RL_EAGAIN)
+            return; /* a lane is full: the next completion submits again */
+        if (rc)
+            die("submit", rc);
+        f->submitted++;
+    }
+}
+
+static int loopfed_handler(rl_dispatcher_t *d, rl_dispatch_job *job)
+{
+    (void)job;
+    loopfed *f = rl_dispatch_get_data(d);
+    if (f->iters)
+        work(f->iters);
+    return 0;
+}
+
+static void loopfed_done(rl_dispatcher_t *d, rl_dispatch_job *job, int outcome)
+{
+    (void)job;
+    (void)outcome;
+    loopfed *f = rl_dispatch_get_data(d);
+    if (++f->ended == f->jobs) {
+        f->t1 = uv_hrtime();
+        rl_dispatch_close(d, RL_DISPATCH_DRAIN, NULL);
+        return;
+    }
+    loopfed_more(f);
+}
+
+static double run_dispatch_fed(int lanes, uint64_t work_ns, uint64_t jobs, bool batched)
+{
+    static const char *names[] = {"lane-0", "lane-1", "lane-2", "lane-3",
+                                  "lane-4", "lane-5", "lane-6", "lane-7"};
+    loopfed f = {.jobs = jobs,
+                 .iters = iters_for(work_ns),
+                 .window = WINDOW * (uint64_t)lanes,
+                 .batched = batched};
+    uv_loop_init(&f.loop);
+    rl_dispatch_options o;
+    rl_dispatch_options_init(&o);
+    o.lanes = names;
+    o.lane_count = (size_t)lanes;
+    o.handler = loopfed_handler;
+    o.on_done = loopfed_done;
+    o.data = &f;
+    o.lane_capacity = LANE_CAPACITY;
+    int rc = rl_dispatch_init(&f.loop, &o, &f.d);
+    if (rc)
+        die("init", rc);
+    f.t0 = uv_hrtime();
+    loopfed_more(&f);
+    uv_run(&f.loop, UV_RUN_DEFAULT);
+    uv_loop_close(&f.loop);
+    return (double)jobs / ((double)(f.t1 - f.t0) / 1e9);
+}
+
+static double run_dispatch_loopfed(int lanes, uint64_t work_ns, uint64_t jobs)
+{
+    return run_dispatch_fed(lanes, work_ns, jobs, false);
+}
+
+static double run_dispatch_batched(int lanes, uint64_t work_ns, uint64_t jobs)
+{
+    return run_dispatch_fed(lanes, work_ns, jobs, true);
+}
+
+typedef struct uvjob {
+    uv_work_t req;
+    const char *key; /* carried, as the dispatcher's jobs carry theirs; not used for order */
+} uvjob;
+
+static void uvq_more(loopfed *f);
+
+static void uvq_work(uv_work_t *w)
+{
+    loopfed *f = w->loop->data;
+    if (f->iters)
+        work(f->iters);
+}
+
+static void uvq_after(uv_work_t *w, int status)
+{
+    (void)status;
+    loopfed *f = w->loop->data;
+    free(w);
+    if (++f->ended == f->jobs) {
+        f->t1 = uv_hrtime();
+        return;
+    }
+    uvq_more(f);
+}
+
+static void uvq_more(loopfed *f)
+{
+    if (f->batched && f->window - (f->submitted - f->ended) < FEED_BATCH &&
+        f->submitted - f->ended > 0)
+        return; /* as the dispatcher's side: 64 at a time */
+    while (f->submitted < f->jobs && f->submitted - f->ended < f->window) {
+        uvjob *j = malloc(sizeof *j);
+        if (!j)
+            die("malloc", RL_ENOMEM);
+        j->key = keys[f->submitted % NKEYS];
+        if (uv_queue_work(&f->loop, &j->req, uvq_work, uvq_after) != 0)
+            die("uv_queue_work", RL_ELOOP);
+        f->submitted++;
+    }
+}
+
+/* libuv sizes its pool once per process from UV_THREADPOOL_SIZE, so this runs in a child
+ * process (see in_child). */
+static double run_uv_fed(int workers, uint64_t work_ns, uint64_t jobs, bool batched)
+{
+    loopfed f = {.jobs = jobs,
+                 .iters = iters_for(work_ns),
+                 .window = WINDOW * (uint64_t)workers,
+                 .batched = batched};
+    char n[16];
+    snprintf(n, sizeof n, "%d", workers);
+    setenv("UV_THREADPOOL_SIZE", n, 1);
+    uv_loop_init(&f.loop);
+    f.loop.data = &f;
+    f.t0 = uv_hrtime();
+    uvq_more(&f);
+    uv_run(&f.loop, UV_RUN_DEFAULT);
+    uv_loop_close(&f.loop);
+    return (double)jobs / ((double)(f.t1 - f.t0) / 1e9);
+}
+
+static double run_uv_queue_work(int workers, uint64_t work_ns, uint64_t jobs)
+{
+    return run_uv_fed(workers, work_ns, jobs, false);
+}
+
+static double run_uv_batched(int workers, uint64_t work_ns, uint64_t jobs)
+{
+    return run_uv_fed(workers, work_ns, jobs, true);
+}
+
+typedef double (*run_fn)(int, uint64_t, uint64_t);
+
+/* One run in a fresh process, so that each side starts from the same state (and libuv's
+ * pool gets its size). */
+static double in_child(run_fn fn, int workers, uint64_t work_ns, uint64_t jobs)
+{
+    int fd[2];
+    if (pipe(fd) != 0)
+        die("pipe", RL_ELOOP);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork", RL_ELOOP);
+    if (pid == 0) {
+        close(fd[0]);
+        double rate = fn(workers, work_ns, jobs);
+        ssize_t w = write(fd[1], &rate, sizeof rate);
+        _exit(w == (ssize_t)sizeof rate ? 0 : 1);
+    }
+    close(fd[1]);
+    double rate = 0;
+    ssize_t r = read(fd[0], &rate, sizeof rate);
+    close(fd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (r != (ssize_t)sizeof rate || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        die("child run", RL_ELOOP);
+    return rate;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -300,6 +528,49 @@ static void throughput(uint64_t jobs)
             printf("%-6d %-8s %14.0f %14.0f %13.2f\n", lanes[l], works[w] ? "~1us" : "empty",
                    best_b, best_d, ratio[REPS / 2]);
             fflush(stdout);
+        }
+    }
+}
+
+/* One row of the comparison: paired runs, uv_queue_work then the dispatcher, each in its own
+ * process; the best rate of each side and the median of the pairs' ratios. */
+static void against_uv_row(const char *how, run_fn uv, run_fn dispatch, int workers,
+                           uint64_t work_ns, uint64_t jobs)
+{
+    enum { REPS = 7 };
+    double best_u = 0, best_d = 0, ratio[REPS];
+    for (int rep = 0; rep < REPS; rep++) {
+        double u = in_child(uv, workers, work_ns, jobs);
+        double d = in_child(dispatch, workers, work_ns, jobs);
+        if (u > best_u)
+            best_u = u;
+        if (d > best_d)
+            best_d = d;
+        ratio[rep] = d / u;
+    }
+    qsort(ratio, REPS, sizeof ratio[0], cmp_double);
+    printf("%-8d %-6s %-12s %16.0f %14.0f %13.2f\n", workers, work_ns ? "~1us" : "empty", how,
+           best_u, best_d, ratio[REPS / 2]);
+    fflush(stdout);
+}
+
+/* Jobs fed from the loop thread, completions on the loop, the same number of threads. */
+static void against_uv(uint64_t jobs)
+{
+    printf("against uv_queue_work: %llu jobs per run fed from the loop thread (%d per worker in "
+           "flight), completions on the loop, %d keys; 7 pairs of runs, best rate of each and "
+           "the median of the pairs' ratios. one: a call per job as each completes; batch: "
+           "%d jobs at a time (rl_dispatch_submit_many; %d uv_queue_work calls)\n",
+           (unsigned long long)jobs, WINDOW, NKEYS, FEED_BATCH, FEED_BATCH);
+    printf("%-8s %-6s %-12s %16s %14s %13s\n", "workers", "work", "submission", "uv_queue_work/s",
+           "dispatcher/s", "median ratio");
+    static const uint64_t works[] = {0, 1000};
+    static const int lanes[] = {1, 2, 4};
+    for (size_t w = 0; w < 2; w++) {
+        for (size_t l = 0; l < 3; l++) {
+            against_uv_row("one", run_uv_queue_work, run_dispatch_loopfed, lanes[l], works[w],
+                           jobs);
+            against_uv_row("batch", run_uv_batched, run_dispatch_batched, lanes[l], works[w], jobs);
         }
     }
 }
@@ -450,14 +721,21 @@ int main(int argc, char **argv)
         uint64_t work_ns = strtoull(argv[4], NULL, 10), jobs = strtoull(argv[5], NULL, 10);
         if (lanes < 1 || lanes > 8 || jobs == 0)
             die("arguments", RL_EINVAL);
-        double rate = strcmp(argv[2], "baseline") == 0 ? run_baseline(lanes, work_ns, jobs)
-                                                       : run_dispatch(lanes, work_ns, jobs);
+        run_fn fn = strcmp(argv[2], "baseline") == 0          ? run_baseline
+                    : strcmp(argv[2], "uv_queue_work") == 0   ? run_uv_queue_work
+                    : strcmp(argv[2], "uv_batched") == 0      ? run_uv_batched
+                    : strcmp(argv[2], "loopfed") == 0         ? run_dispatch_loopfed
+                    : strcmp(argv[2], "loopfed_batched") == 0 ? run_dispatch_batched
+                                                              : run_dispatch;
+        double rate = fn(lanes, work_ns, jobs);
         printf("%s lanes=%d work_ns=%llu jobs=%llu: %.0f jobs/s\n", argv[2], lanes,
                (unsigned long long)work_ns, (unsigned long long)jobs, rate);
         return 0;
     }
     if (strcmp(mode, "throughput") == 0 || strcmp(mode, "all") == 0)
         throughput(argc > 2 ? strtoull(argv[2], NULL, 10) : 300000);
+    if (strcmp(mode, "uv") == 0 || strcmp(mode, "all") == 0)
+        against_uv(argc > 2 ? strtoull(argv[2], NULL, 10) : 300000);
     if (strcmp(mode, "handoff") == 0 || strcmp(mode, "all") == 0)
         handoff();
     return 0;

@@ -20,7 +20,9 @@
 #
 # Usage: tests/soak/soak.sh [SECONDS (default 600)] [BUILD_DIR (default build)]
 # Environment: RATE (events/s, default 10000), CYCLE_SECONDS (default 60), PROFILE (the ring
-# profile of part 1, default jump: the one whose changes move the most keys).
+# profile of part 1, default jump: the one whose changes move the most keys), MODE (how part 1
+# runs its jobs: dedicated, a worker thread per lane, the default; pool, 2 shared workers;
+# async, the asynchronous handler).
 set -eu
 seconds="${1:-600}"
 build="${2:-build}"
@@ -54,9 +56,9 @@ rss_check() {
 # --- part 1: the dispatcher ---
 echo "soak 1/2: dispatcher order checker for ${seconds}s"
 status=0
-"$checker" --seconds "$seconds" --profile "${PROFILE:-jump}" | tee "$tmp/checker.log" || status=$?
+"$checker" --seconds "$seconds" --profile "${PROFILE:-jump}" --mode "${MODE:-dedicated}" | tee "$tmp/checker.log" || status=$?
 # The checker prints "soak t=... rss_kib=N" lines, then its order-check summary.
-if [ "$status" -ne 0 ] || ! grep -q 'order check:' "$tmp/checker.log"; then
+if [ "$status" -ne 0 ] || ! grep -q '^order check' "$tmp/checker.log"; then
     echo "soak: FAILED: the dispatcher's order checker failed (violations, losses or duplicates)"
     failed=1
 fi
