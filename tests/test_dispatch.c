@@ -614,6 +614,60 @@ static void test_submit_many_without_lanes(void **state)
     ctx_free(c);
 }
 
+/* The header's order of errors: arguments (RL_EINVAL, RL_EBADKEY), then state (RL_ECLOSED),
+ * in every submission call; and inside close_cb the dispatcher is still whole. turnstone keys
+ * must start with four hex digits, so "zz" cannot be hashed. */
+static int stats_in_close_rc = 1;
+static void close_reads_stats(rl_dispatcher_t *d)
+{
+    ctx *c = rl_dispatch_get_data(d);
+    rl_dispatch_stats s;
+    stats_in_close_rc = rl_dispatch_stats_get(d, &s, NULL, 0, NULL);
+    if (stats_in_close_rc == 0 && s.done != (uint64_t)c->ndone)
+        stats_in_close_rc = -1;
+    c->closed++;
+}
+
+static void test_error_order(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, AB, 2);
+    rl_ring_options ro;
+    rl_ring_options_init(&ro);
+    ro.profile = "turnstone";
+    o.ring = &ro;
+    start(c, &o);
+    rec *good = new_rec(c, "beef-1", 0), *bad = new_rec(c, "zz", 0);
+    assert_int_equal(submit(c, bad), RL_EBADKEY);
+    assert_int_equal(rl_dispatch_submit(c->d, "zz", 2, bad, 0, 0), RL_EBADKEY);
+    rl_dispatch_item items[3] = {item_of(good), item_of(bad), item_of(good)};
+    int status[3];
+    size_t queued;
+    assert_int_equal(rl_dispatch_submit_many(c->d, items, 3, status, &queued), RL_EBADKEY);
+    assert_int_equal(queued, 2); /* an unhashable key is never queued, so it cuts nothing */
+    assert_int_equal(status[0], 0);
+    assert_int_equal(status[1], RL_EBADKEY);
+    assert_int_equal(status[2], 0);
+    run_until_done(c, 2);
+
+    assert_rl_ok(rl_dispatch_close(c->d, RL_DISPATCH_DRAIN, close_reads_stats));
+    assert_int_equal(rl_dispatch_try_submit(c->d, "zz", 2, bad, 0), RL_EBADKEY);
+    assert_int_equal(rl_dispatch_try_submit(c->d, NULL, 2, bad, 0), RL_EINVAL);
+    assert_int_equal(submit(c, good), RL_ECLOSED);
+    assert_int_equal(rl_dispatch_submit_many(c->d, items, 3, status, &queued), RL_ECLOSED);
+    assert_int_equal(status[0], RL_ECLOSED);
+    assert_int_equal(status[1], RL_EBADKEY);
+    assert_int_equal(status[2], RL_ECLOSED);
+    assert_int_equal(queued, 0);
+    assert_int_equal(uv_run(&c->loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(c->closed, 1);
+    assert_int_equal(stats_in_close_rc, 0);
+    assert_int_equal(uv_loop_close(&c->loop), 0);
+    ctx_free(c);
+}
+
 /* A handler that submits to its own full lane gets RL_EAGAIN instead of waiting for itself. */
 static int self_submit_rc[2];
 static int self_submitting_handler(rl_dispatcher_t *d, rl_dispatch_job *job)
@@ -1286,6 +1340,7 @@ int main(void)
         cmocka_unit_test(test_submit_many_cut_lasts_the_call),
         cmocka_unit_test(test_submit_many_limits_and_errors),
         cmocka_unit_test(test_submit_many_without_lanes),
+        cmocka_unit_test(test_error_order),
         cmocka_unit_test(test_submit_from_handler),
         cmocka_unit_test(test_close_wakes_waiting_submitter),
         cmocka_unit_test(test_retry_parks_the_key),

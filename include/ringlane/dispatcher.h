@@ -37,7 +37,14 @@
  * close_cb runs. A call that begins after close_cb has begun uses freed memory: have other
  * threads stop calling once a submission answers RL_ECLOSED (or once you have called close),
  * and join them before close_cb returns. A completion for a job still in flight is always in
- * time: the close waits for that job.
+ * time: the close waits for that job. A completion that comes later (a reply that arrives after
+ * its attempt's job_timeout_ms, say) may come after close_cb: route such replies through a
+ * pointer to the dispatcher that close_cb sets to NULL (under your own lock if they come from
+ * other threads), and drop a reply that finds NULL. Inside close_cb `d` is still whole
+ * (rl_dispatch_get_data, the statistics); once it returns, `d` is gone.
+ *
+ * Errors come in this order: the arguments first (RL_EINVAL, then RL_EBADKEY for a key the
+ * profile cannot hash), then the dispatcher's state (RL_ECLOSED, RL_ESTATE), then room.
  *
  * Every accepted job ends in exactly one on_done call: RL_DISPATCH_DONE (the handler returned
  * 0), RL_DISPATCH_DEAD (dead-lettered after max_attempts failures) or RL_DISPATCH_RETURNED
@@ -190,6 +197,8 @@ typedef struct rl_dispatch_item {
  * the error rl_dispatch_try_submit would give (RL_EAGAIN, RL_EBADKEY, RL_EINVAL, RL_ENOMEM,
  * RL_ECLOSED, RL_ESTATE). *queued (may be NULL) is how many were queued.
  * Returns 0 when all n were queued; else the answer of the first item refused, in item order.
+ * Pass `status` to resend only what was refused: without it a partial refusal does not say
+ * which items went in (resending all of them would queue some twice).
  * RL_EINVAL, with nothing queued, for a NULL d, or NULL items with n > 0. Any thread. */
 RL_EXTERN int rl_dispatch_submit_many(rl_dispatcher_t *d, const rl_dispatch_item *items, size_t n,
                                       int *status, size_t *queued);
@@ -218,11 +227,15 @@ RL_EXTERN int rl_dispatch_complete(rl_dispatcher_t *d, uint64_t ticket, int stat
 
 /* Removes every job with `tag` that has not started (queued, waiting on a lane change, or
  * waiting for a retry between attempts) and ends each with on_done(RL_DISPATCH_RETURNED) before
- * returning, in submission order. Jobs of the same keys that finished before it looked end
- * first (also when it is called from inside on_done). After a close in RL_DISPATCH_STOP mode it
- * hands back at once the tag's jobs the close would hand back when it finishes; during a close
- * in RL_DISPATCH_DRAIN mode it still hands back the tag's queued jobs (they do not run). *count
- * (may be NULL) gets how many. Submissions wait while it looks at the lanes. Loop thread only. */
+ * returning, in submission order. A job has started once a worker (or, for an asynchronous
+ * handler, the loop) has taken it from its lane to call the handler, even if that call has not
+ * begun yet; take_tag does not wait for started jobs (rl_dispatch_wait_tag does). Jobs of the same
+ * keys that finished before it looked end first (also when it is called from inside on_done). After
+ * a close in RL_DISPATCH_STOP mode it hands back at once the tag's jobs the close would hand back
+ * when it finishes; during a close in RL_DISPATCH_DRAIN mode it still hands back the tag's queued
+ * jobs (they do not run). *count (may be NULL) gets how many this call took; called from inside
+ * another take_tag's on_done, it does not count the outer call's jobs, which end before the ones it
+ * takes. Submissions wait while it looks at the lanes. Loop thread only. */
 RL_EXTERN int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count);
 
 /* Waits up to timeout_ms (any value: UINT64_MAX waits without a limit) until no job with `tag`
