@@ -404,6 +404,21 @@ uint64_t rl__deadline_after_ms(uint64_t timeout_ms);
 
 /* True on the thread that called rl_dispatch_init. uv_thread_t is a pthread_t on unix, so it
  * is compared inline: every submission asks. */
+/* uv_mutex_lock and uv_mutex_unlock without their call: a uv_mutex_t is a pthread_mutex_t on
+ * the platforms this builds on (POSIX), and the lane mutex is taken twice per job. Failing, as
+ * uv_mutex_lock does, is an abort: only a corrupted mutex fails. */
+static inline void rl__lock(uv_mutex_t *m)
+{
+    if (pthread_mutex_lock(m) != 0)
+        abort();
+}
+
+static inline void rl__unlock(uv_mutex_t *m)
+{
+    if (pthread_mutex_unlock(m) != 0)
+        abort();
+}
+
 static inline bool rl__on_loop_thread(const rl_dispatcher_t *d)
 {
     return pthread_equal(pthread_self(), d->loop_thread) != 0;

@@ -13,7 +13,7 @@ static void lane_stats(rl__lane *l, int retiring, rl_dispatch_lane_stats *s, uin
     size_t len = strlen(l->name);
     memcpy(s->name, l->name, len + 1);
     s->retiring = retiring;
-    uv_mutex_lock(&l->mu);
+    rl__lock(&l->mu);
     s->depth = l->queue.len;
     s->parked = l->parked;
     s->retry_parked = l->nparks;
@@ -26,7 +26,7 @@ static void lane_stats(rl__lane *l, int retiring, rl_dispatch_lane_stats *s, uin
         memcpy(hist, l->hist, sizeof(uint64_t) * RL__HIST_BUCKETS);
     else
         memset(hist, 0, sizeof(uint64_t) * RL__HIST_BUCKETS);
-    uv_mutex_unlock(&l->mu);
+    rl__unlock(&l->mu);
     s->p50_us = rl__hist_quantile_us(hist, 0.50);
     s->p99_us = rl__hist_quantile_us(hist, 0.99);
 }

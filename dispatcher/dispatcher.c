@@ -147,9 +147,9 @@ static void reap_retired(rl_dispatcher_t *d)
     bool freed = false;
     for (rl__lane **p = &d->retiring; *p;) {
         rl__lane *l = *p;
-        uv_mutex_lock(&l->mu);
+        rl__lock(&l->mu);
         bool gone = rl__lane_idle(l) && l->timer_refs == 0;
-        uv_mutex_unlock(&l->mu);
+        rl__unlock(&l->mu);
         if (!gone) {
             p = &l->next_retiring;
             continue;
@@ -197,13 +197,13 @@ static void free_dispatcher(rl_dispatcher_t *d)
 static void wait_for_callers(rl_dispatcher_t *d)
 {
     while (atomic_load(&d->entered) > 0) {
-        uv_mutex_lock(&d->space_mu);
+        rl__lock(&d->space_mu);
         d->space_gen++;
         uv_cond_broadcast(&d->space_cv);
-        uv_mutex_unlock(&d->space_mu);
-        uv_mutex_lock(&d->wait_mu);
+        rl__unlock(&d->space_mu);
+        rl__lock(&d->wait_mu);
         uv_cond_broadcast(&d->wait_cv);
-        uv_mutex_unlock(&d->wait_mu);
+        rl__unlock(&d->wait_mu);
         sched_yield();
     }
 }
@@ -224,14 +224,14 @@ static bool every_lane_idle(rl_dispatcher_t *d)
     bool idle = true;
     for (size_t i = 0; i < d->route.n && idle; i++) {
         rl__lane *l = d->route.lanes[i];
-        uv_mutex_lock(&l->mu);
+        rl__lock(&l->mu);
         idle = rl__lane_idle(l);
-        uv_mutex_unlock(&l->mu);
+        rl__unlock(&l->mu);
     }
     for (rl__lane *r = d->retiring; r && idle; r = r->next_retiring) {
-        uv_mutex_lock(&r->mu);
+        rl__lock(&r->mu);
         idle = rl__lane_idle(r);
-        uv_mutex_unlock(&r->mu);
+        rl__unlock(&r->mu);
     }
     return idle;
 }
@@ -288,10 +288,10 @@ static void on_async(uv_async_t *a)
 static void close_lane(rl_dispatcher_t *d, rl__lane *l, int mode, bool *taken)
 {
     *taken = false;
-    uv_mutex_lock(&l->mu);
+    rl__lock(&l->mu);
     if (mode == RL_DISPATCH_STOP) {
         /* Queued jobs and those parked at this lane go back; sorted when handed back. */
-        uv_mutex_lock(&d->returned_mu);
+        rl__lock(&d->returned_mu);
         rl__lq_drain(&l->queue, &d->returned);
         for (rl__fence *f = l->fences; f; f = f->next_held)
             rl__jobq_append(&d->returned, &f->parked);
@@ -301,12 +301,12 @@ static void close_lane(rl_dispatcher_t *d, rl__lane *l, int mode, bool *taken)
             l->cur_job = NULL;
             *taken = true;
         }
-        uv_mutex_unlock(&d->returned_mu);
+        rl__unlock(&d->returned_mu);
         l->parked = 0;
         rl__lane_set_depth(l);
         l->stopping = true;
     }
-    uv_mutex_unlock(&l->mu);
+    rl__unlock(&l->mu);
 }
 
 int rl_dispatch_close(rl_dispatcher_t *d, int mode, rl_dispatch_close_cb cb)
@@ -341,10 +341,10 @@ int rl_dispatch_close(rl_dispatcher_t *d, int mode, rl_dispatch_close_cb cb)
         rl__lane_release_taken(taken[i]);
     free(taken);
     /* Wake blocked submitters: they see the close. */
-    uv_mutex_lock(&d->space_mu);
+    rl__lock(&d->space_mu);
     d->space_gen++;
     uv_cond_broadcast(&d->space_cv);
-    uv_mutex_unlock(&d->space_mu);
+    rl__unlock(&d->space_mu);
     uv_async_send(&d->async);
     return 0;
 }

@@ -29,11 +29,11 @@ static bool linger(rl_dispatcher_t *d, rl__lane *l)
     if (atomic_exchange(&d->lingering, true))
         return false;
     size_t seen = l->queue.len + l->parked; /* depth_hint moves when a job comes */
-    uv_mutex_unlock(&l->mu);
+    rl__unlock(&l->mu);
     /* Stops as well when another lane waits for a worker: this one goes back then. */
     bool came = rl__spin_until(&d->ready_any, &l->depth_hint, seen) == 2;
     atomic_store(&d->lingering, false);
-    uv_mutex_lock(&l->mu);
+    rl__lock(&l->mu);
     return came;
 }
 
@@ -41,7 +41,7 @@ static bool linger(rl_dispatcher_t *d, rl__lane *l)
 static void serve_lane(rl_dispatcher_t *d, rl__lane *l)
 {
     rl__worker_lane = l;
-    uv_mutex_lock(&l->mu);
+    rl__lock(&l->mu);
     l->queued = false;
     l->owned = true;
     for (int n = 0; n < SERVE_BATCH; n++) {
@@ -49,30 +49,30 @@ static void serve_lane(rl_dispatcher_t *d, rl__lane *l)
         rl__job *j = rl__lane_next(l, &returned);
         if (!j) {
             if (returned) {
-                uv_mutex_unlock(&l->mu);
+                rl__unlock(&l->mu);
                 rl__job_finished(l, returned, RL_DISPATCH_RETURNED);
-                uv_mutex_lock(&l->mu);
+                rl__lock(&l->mu);
                 continue;
             }
             if (linger(d, l))
                 continue;
             break;
         }
-        uv_mutex_unlock(&l->mu);
+        rl__unlock(&l->mu);
         int rc = d->opts.handler(d, &j->pub);
         if (rc == 0) {
             rl__job_succeeded(l, j); /* the common case: one lock for its end and the next start */
             continue;
         }
         bool over = rl__attempt_ended(l, j, rc);
-        uv_mutex_lock(&l->mu);
+        rl__lock(&l->mu);
         if (!over)
             break; /* the job waits for its retry: the lane is busy with it */
     }
     l->owned = false;
     rl__lane_ready(l); /* still runnable: back to the end of the list */
     bool last = rl__lane_wants_loop(l);
-    uv_mutex_unlock(&l->mu);
+    rl__unlock(&l->mu);
     rl__worker_lane = NULL;
     if (last)
         uv_async_send(&d->async);
@@ -127,9 +127,9 @@ static void spin_a_moment(rl_dispatcher_t *d)
     if (d->spinning)
         return;
     d->spinning = true;
-    uv_mutex_unlock(&d->ready_mu);
+    rl__unlock(&d->ready_mu);
     rl__spin_until(&d->ready_any, NULL, 0);
-    uv_mutex_lock(&d->ready_mu);
+    rl__lock(&d->ready_mu);
     d->spinning = false;
 }
 
@@ -138,7 +138,7 @@ static void pool_worker(void *arg)
     rl__worker *self = arg;
     rl_dispatcher_t *d = self->d;
     rl__worker_of = d;
-    uv_mutex_lock(&d->ready_mu);
+    rl__lock(&d->ready_mu);
     for (;;) {
         if (nothing_to_take(d))
             spin_a_moment(d);
@@ -154,13 +154,13 @@ static void pool_worker(void *arg)
             /* Submitters did not signal while a worker spun: pass the rest on. */
             uv_cond_signal(&d->ready_cv);
         }
-        uv_mutex_unlock(&d->ready_mu);
+        rl__unlock(&d->ready_mu);
         serve_lane(d, l);
-        uv_mutex_lock(&d->ready_mu);
+        rl__lock(&d->ready_mu);
     }
     d->live_workers--;
     self->exited = true;
-    uv_mutex_unlock(&d->ready_mu);
+    rl__unlock(&d->ready_mu);
     uv_async_send(&d->async); /* the loop joins it */
 }
 
@@ -179,13 +179,13 @@ static int pool_add(rl_dispatcher_t *d)
     if (!w)
         return RL_ENOMEM;
     w->d = d;
-    uv_mutex_lock(&d->ready_mu);
+    rl__lock(&d->ready_mu);
     d->live_workers++;
-    uv_mutex_unlock(&d->ready_mu);
+    rl__unlock(&d->ready_mu);
     if (uv_thread_create(&w->thread, pool_worker, w) != 0) {
-        uv_mutex_lock(&d->ready_mu);
+        rl__lock(&d->ready_mu);
         d->live_workers--;
-        uv_mutex_unlock(&d->ready_mu);
+        rl__unlock(&d->ready_mu);
         free(w);
         return RL_ENOMEM;
     }
@@ -195,18 +195,18 @@ static int pool_add(rl_dispatcher_t *d)
 
 int rl__pool_resize(rl_dispatcher_t *d, size_t target)
 {
-    uv_mutex_lock(&d->ready_mu);
+    rl__lock(&d->ready_mu);
     size_t live = d->live_workers;
     d->target_workers = target;
-    uv_mutex_unlock(&d->ready_mu);
+    rl__unlock(&d->ready_mu);
     if (target < live)
         uv_cond_broadcast(&d->ready_cv); /* idle ones above the target leave */
     for (size_t k = live; k < target; k++) {
         int rc = pool_add(d);
         if (rc) {
-            uv_mutex_lock(&d->ready_mu);
+            rl__lock(&d->ready_mu);
             d->target_workers = d->live_workers;
-            uv_mutex_unlock(&d->ready_mu);
+            rl__unlock(&d->ready_mu);
             return rc;
         }
     }
@@ -218,9 +218,9 @@ void rl__pool_reap(rl_dispatcher_t *d)
     size_t kept = 0;
     for (size_t i = 0; i < d->nworkers; i++) {
         rl__worker *w = d->workers[i];
-        uv_mutex_lock(&d->ready_mu);
+        rl__lock(&d->ready_mu);
         bool exited = w->exited;
-        uv_mutex_unlock(&d->ready_mu);
+        rl__unlock(&d->ready_mu);
         if (exited) {
             uv_thread_join(&w->thread);
             free(w);
@@ -233,10 +233,10 @@ void rl__pool_reap(rl_dispatcher_t *d)
 
 void rl__pool_stop(rl_dispatcher_t *d)
 {
-    uv_mutex_lock(&d->ready_mu);
+    rl__lock(&d->ready_mu);
     d->pool_quit = true;
     uv_cond_broadcast(&d->ready_cv);
-    uv_mutex_unlock(&d->ready_mu);
+    rl__unlock(&d->ready_mu);
     for (size_t i = 0; i < d->nworkers; i++) {
         uv_thread_join(&d->workers[i]->thread);
         free(d->workers[i]);
@@ -259,12 +259,12 @@ void rl__pool_stop(rl_dispatcher_t *d)
 void rl__run_async_ready(rl_dispatcher_t *d)
 {
     for (int n = 0; n < ASYNC_BATCH; n++) {
-        uv_mutex_lock(&d->ready_mu);
+        rl__lock(&d->ready_mu);
         rl__lane *l = ready_pop(d);
-        uv_mutex_unlock(&d->ready_mu);
+        rl__unlock(&d->ready_mu);
         if (!l)
             return;
-        uv_mutex_lock(&l->mu);
+        rl__lock(&l->mu);
         l->queued = false;
         rl__job *returned;
         rl__job *j = rl__lane_next(l, &returned);
@@ -279,7 +279,7 @@ void rl__run_async_ready(rl_dispatcher_t *d)
             if (d->opts.job_timeout_ms)
                 l->timer_refs++;
         }
-        uv_mutex_unlock(&l->mu);
+        rl__unlock(&l->mu);
         if (returned) {
             rl__job_finished(l, returned, RL_DISPATCH_RETURNED);
             continue;
@@ -290,9 +290,9 @@ void rl__run_async_ready(rl_dispatcher_t *d)
             rl__timer_entry e = {uv_hrtime() + (uint64_t)d->opts.job_timeout_ms * 1000000u, l,
                                  ticket, RL__TIMER_DEADLINE, NULL};
             if (rl__timer_add(d, e) != 0) {
-                uv_mutex_lock(&l->mu);
+                rl__lock(&l->mu);
                 l->timer_refs--; /* no deadline for this attempt: it waits for its completion */
-                uv_mutex_unlock(&l->mu);
+                rl__unlock(&l->mu);
             }
         }
         rl__lane *outer = rl__worker_lane; /* wait_tag inside a handler may start others */
@@ -310,10 +310,10 @@ static rl__lane *ticket_lane(rl_dispatcher_t *d, uint64_t ticket)
     if (slot >= d->nslots || !d->slots[slot])
         return NULL;
     rl__lane *l = d->slots[slot];
-    uv_mutex_lock(&l->mu);
+    rl__lock(&l->mu);
     if (l->busy && l->cur_job && l->cur_ticket == ticket)
         return l;
-    uv_mutex_unlock(&l->mu);
+    rl__unlock(&l->mu);
     return NULL;
 }
 
@@ -329,7 +329,7 @@ int rl__attempt_claim(rl_dispatcher_t *d, uint64_t ticket, rl__lane **lane, rl__
     l->cur_ticket = 0;
     *job = l->cur_job;
     *lane = l;
-    uv_mutex_unlock(&l->mu);
+    rl__unlock(&l->mu);
     return 0;
 }
 

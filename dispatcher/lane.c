@@ -114,7 +114,7 @@ void rl__lane_ready(rl__lane *l)
     rl_dispatcher_t *d = l->d;
     l->queued = true;
     l->next_ready = NULL;
-    uv_mutex_lock(&d->ready_mu);
+    rl__lock(&d->ready_mu);
     if (d->ready_tail)
         d->ready_tail->next_ready = l;
     else
@@ -122,7 +122,7 @@ void rl__lane_ready(rl__lane *l)
     d->ready_tail = l;
     atomic_store_explicit(&d->ready_any, true, memory_order_relaxed);
     bool wake_worker = !d->async_mode && d->idle_workers > 0 && !d->spinning;
-    uv_mutex_unlock(&d->ready_mu);
+    rl__unlock(&d->ready_mu);
     if (d->async_mode)
         uv_async_send(&d->async); /* the loop thread starts asynchronous jobs */
     else if (wake_worker)
@@ -183,7 +183,7 @@ bool rl__attempt_ended(rl__lane *l, rl__job *j, int rc)
         rl__job_finished(l, j, RL_DISPATCH_DONE);
         return true;
     }
-    uv_mutex_lock(&l->mu);
+    rl__lock(&l->mu);
     l->failed++;
     int outcome = -1;
     if (j->pub.attempts >= d->opts.max_attempts)
@@ -191,32 +191,32 @@ bool rl__attempt_ended(rl__lane *l, rl__job *j, int rc)
     else if (l->stopping)
         outcome = RL_DISPATCH_RETURNED;
     if (outcome >= 0) {
-        uv_mutex_unlock(&l->mu);
+        rl__unlock(&l->mu);
         rl__job_finished(l, j, outcome);
         return true;
     }
     /* The retry waits on the loop's timer with its key parked: the key's later jobs wait
      * behind it, the lane goes on with its other keys (retry_park.c). */
-    uv_mutex_unlock(&l->mu);
+    rl__unlock(&l->mu);
     uint64_t due = uv_hrtime() + backoff_ns(&d->opts, j->pub.attempts);
     if (rl__park_for_retry(l, j, due) == 0)
         return true;
     /* No memory to park it: the lane waits with the job instead, as it did before parking. */
-    uv_mutex_lock(&l->mu);
+    rl__lock(&l->mu);
     l->retried++;
     l->in_backoff = true;
     uint64_t gen = ++l->gen;
     l->timer_refs++;
-    uv_mutex_unlock(&l->mu);
+    rl__unlock(&l->mu);
     rl__timer_entry e = {due, l, gen, RL__TIMER_RETRY, NULL};
     if (rl__timer_add(d, e) != 0) {
         /* No memory for the timer: retry at once rather than never. */
-        uv_mutex_lock(&l->mu);
+        rl__lock(&l->mu);
         l->timer_refs--;
         l->in_backoff = false;
         l->retry_due = true;
         rl__lane_ready(l);
-        uv_mutex_unlock(&l->mu);
+        rl__unlock(&l->mu);
     }
     return false;
 }
@@ -240,9 +240,9 @@ static void push_completion(rl_dispatcher_t *d, rl__job *j)
 void rl__wake_tag_waiters(rl_dispatcher_t *d)
 {
     if (atomic_load(&d->tag_waiters) > 0) {
-        uv_mutex_lock(&d->wait_mu);
+        rl__lock(&d->wait_mu);
         uv_cond_broadcast(&d->wait_cv);
-        uv_mutex_unlock(&d->wait_mu);
+        rl__unlock(&d->wait_mu);
     }
 }
 
@@ -270,7 +270,7 @@ static void lane_after_job(rl__lane *l, bool sampled, uint64_t latency, int outc
 static void let_go(rl__lane *l, bool sampled, uint64_t latency, int outcome)
 {
     rl_dispatcher_t *d = l->d;
-    uv_mutex_lock(&l->mu);
+    rl__lock(&l->mu);
     lane_after_job(l, sampled, latency, outcome);
     bool fenced = l->fence.active;
     /* With a fence, the lane starts nothing before the fence is released (one fence per lane,
@@ -281,15 +281,15 @@ static void let_go(rl__lane *l, bool sampled, uint64_t latency, int outcome)
     else
         rl__lane_ready(l);
     bool last = !fenced && rl__lane_wants_loop(l);
-    uv_mutex_unlock(&l->mu);
+    rl__unlock(&l->mu);
     if (fenced) {
         rl__fence_release(l);
         if (hold) {
-            uv_mutex_lock(&l->mu);
+            rl__lock(&l->mu);
             l->owned = false;
             rl__lane_ready(l);
             last = rl__lane_wants_loop(l);
-            uv_mutex_unlock(&l->mu);
+            rl__unlock(&l->mu);
         }
     }
     rl__wake_tag_waiters(d);
@@ -304,9 +304,9 @@ static uint64_t publish_end(rl_dispatcher_t *d, rl__job *j, int outcome, bool *s
 {
     *sampled = false;
     if (outcome != RL_DISPATCH_DONE && outcome != RL_DISPATCH_DEAD) {
-        uv_mutex_lock(&d->returned_mu);
+        rl__lock(&d->returned_mu);
         rl__jobq_push(&d->returned, j);
-        uv_mutex_unlock(&d->returned_mu);
+        rl__unlock(&d->returned_mu);
         uv_async_send(&d->async);
         return 0;
     }
@@ -329,22 +329,22 @@ void rl__job_succeeded(rl__lane *l, rl__job *j)
     j->pub.status = 0;
     bool sampled;
     uint64_t latency = publish_end(l->d, j, RL_DISPATCH_DONE, &sampled);
-    uv_mutex_lock(&l->mu);
+    rl__lock(&l->mu);
     if (!l->fence.active) {
         /* Owned, so no executor takes the lane meanwhile and the loop does not want it. */
         lane_after_job(l, sampled, latency, RL_DISPATCH_DONE);
         if (atomic_load(&l->d->tag_waiters) > 0) {
             /* Rare: wait_tag takes wait_mu before lane mutexes, so wake it with this one let
              * go (here, not between the next job's start and its handler call). */
-            uv_mutex_unlock(&l->mu);
+            rl__unlock(&l->mu);
             rl__wake_tag_waiters(l->d);
-            uv_mutex_lock(&l->mu);
+            rl__lock(&l->mu);
         }
         return;
     }
-    uv_mutex_unlock(&l->mu);
+    rl__unlock(&l->mu);
     let_go(l, sampled, latency, RL_DISPATCH_DONE);
-    uv_mutex_lock(&l->mu);
+    rl__lock(&l->mu);
 }
 
 void rl__job_finished(rl__lane *l, rl__job *j, int outcome)

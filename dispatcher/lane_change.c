@@ -127,16 +127,16 @@ void rl__fence_release(rl__lane *l)
     rl__fence *f = &l->fence;
     if (f->active) { /* a change may have dissolved it meanwhile */
         rl__lane *h = f->holder;
-        uv_mutex_lock(&h->mu);
+        rl__lock(&h->mu);
         unlink_fence(h, f);
         rl__lq_prepend(&h->queue, &f->parked);
         rl__lane_set_depth(h);
         wake(h);
-        uv_mutex_unlock(&h->mu);
-        uv_mutex_lock(&l->mu);
+        rl__unlock(&h->mu);
+        rl__lock(&l->mu);
         f->active = false;
         f->holder = NULL;
-        uv_mutex_unlock(&l->mu);
+        rl__unlock(&l->mu);
     }
     pthread_rwlock_unlock(&d->route_lock);
 }
@@ -173,34 +173,34 @@ static void retarget_fence(rl__lane *l, const rl__route *next)
     rl__lane *to = owner(next, f->hash), *from = f->holder;
     if (to == from)
         return;
-    uv_mutex_lock(&from->mu);
+    rl__lock(&from->mu);
     unlink_fence(from, f);
-    uv_mutex_unlock(&from->mu);
+    rl__unlock(&from->mu);
     if (to == l) { /* the key came home: l runs its parked jobs after its in-flight one */
-        uv_mutex_lock(&l->mu);
+        rl__lock(&l->mu);
         rl__lq_append(&l->queue, &f->parked);
         f->active = false;
         f->holder = NULL;
         rl__lane_set_depth(l);
         wake(l);
-        uv_mutex_unlock(&l->mu);
+        rl__unlock(&l->mu);
     } else {
-        uv_mutex_lock(&to->mu);
+        rl__lock(&to->mu);
         link_fence(to, f);
-        uv_mutex_unlock(&to->mu);
+        rl__unlock(&to->mu);
     }
 }
 
 /* Step C, counting: the jobs that leave l, by destination. */
 static void count_leaving(rl__lane *l, plan *p)
 {
-    uv_mutex_lock(&l->mu);
+    rl__lock(&l->mu);
     for (size_t i = 0; i < l->queue.len; i++) {
         uint32_t node = rl__route_node(&p->next, rl__lq_at(&l->queue, i)->hash);
         if (p->next.lanes[node] != l)
             p->incoming[node]++;
     }
-    uv_mutex_unlock(&l->mu);
+    rl__unlock(&l->mu);
 }
 
 /* Steps B and C for one lane, under one hold of its mutex: were they apart, an executor could
@@ -210,7 +210,7 @@ static void count_leaving(rl__lane *l, plan *p)
 static void fence_and_move(rl__lane *l, plan *p)
 {
     const rl__route *next = &p->next;
-    uv_mutex_lock(&l->mu);
+    rl__lock(&l->mu);
     rl__lane *armed_at = NULL;
     if (l->busy && !l->fence.active) {
         rl__lane *to = owner(next, l->cur_hash);
@@ -245,11 +245,11 @@ static void fence_and_move(rl__lane *l, plan *p)
     }
     q->len = kept;
     rl__lane_set_depth(l);
-    uv_mutex_unlock(&l->mu);
+    rl__unlock(&l->mu);
     if (armed_at) {
-        uv_mutex_lock(&armed_at->mu);
+        rl__lock(&armed_at->mu);
         link_fence(armed_at, &l->fence);
-        uv_mutex_unlock(&armed_at->mu);
+        rl__unlock(&armed_at->mu);
     }
 }
 
@@ -290,9 +290,9 @@ static int prepare_moves(rl_dispatcher_t *d, plan *p)
         if (!p->incoming[i])
             continue;
         rl__lane *x = p->next.lanes[i];
-        uv_mutex_lock(&x->mu);
+        rl__lock(&x->mu);
         int rc = rl__lq_reserve(&x->queue, x->queue.len + x->parked + p->incoming[i]);
-        uv_mutex_unlock(&x->mu);
+        rl__unlock(&x->mu);
         if (rc)
             return rc;
     }
@@ -314,13 +314,13 @@ static int apply_change(rl_dispatcher_t *d, plan *p)
     }
     if (next->n == 0) {
         /* The last lane goes: only when nothing is left anywhere for a ring to route. */
-        uv_mutex_lock(&removed->mu);
+        rl__lock(&removed->mu);
         bool busy = lane_holds_jobs(removed);
-        uv_mutex_unlock(&removed->mu);
+        rl__unlock(&removed->mu);
         for (rl__lane *r = d->retiring; r && !busy; r = r->next_retiring) {
-            uv_mutex_lock(&r->mu);
+            rl__lock(&r->mu);
             busy = r->fence.active || r->parks;
-            uv_mutex_unlock(&r->mu);
+            rl__unlock(&r->mu);
         }
         if (busy) {
             pthread_rwlock_unlock(&d->route_lock);
@@ -348,7 +348,7 @@ static int apply_change(rl_dispatcher_t *d, plan *p)
             if (!p->moved_n[i] && !p->parked_in[i])
                 continue;
             rl__lane *to = next->lanes[i];
-            uv_mutex_lock(&to->mu);
+            rl__lock(&to->mu);
             for (size_t k = 0; k < p->moved_n[i]; k++) {
                 *rl__lq_at(&to->queue, to->queue.len) = p->moved[i][k];
                 to->queue.len++;
@@ -356,7 +356,7 @@ static int apply_change(rl_dispatcher_t *d, plan *p)
             to->parked += p->parked_in[i];
             rl__lane_set_depth(to);
             wake(to);
-            uv_mutex_unlock(&to->mu);
+            rl__unlock(&to->mu);
         }
     }
     /* D */
@@ -364,10 +364,10 @@ static int apply_change(rl_dispatcher_t *d, plan *p)
     *cur = *next;
     *next = old;
     if (removed) {
-        uv_mutex_lock(&removed->mu);
+        rl__lock(&removed->mu);
         removed->retiring = true;
         bool idle = rl__lane_idle(removed);
-        uv_mutex_unlock(&removed->mu);
+        rl__unlock(&removed->mu);
         removed->next_retiring = d->retiring;
         d->retiring = removed;
         d->n_retiring++;

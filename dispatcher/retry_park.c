@@ -86,14 +86,14 @@ int rl__park_for_retry(rl__lane *l, rl__job *j, uint64_t due_ns)
     p->hash = j->pub.hash;
     p->job = j;
     pthread_rwlock_rdlock(&d->route_lock); /* fences and parks stay where they are */
-    uv_mutex_lock(&l->mu);
+    rl__lock(&l->mu);
     bool fenced = l->fence.active;
     rl__lane *h = fenced ? l->fence.holder : l;
-    uv_mutex_unlock(&l->mu);
-    uv_mutex_lock(&h->mu);
+    rl__unlock(&l->mu);
+    rl__lock(&h->mu);
     /* Room in the holder's queue for every parked job, the retrying one included. */
     if (rl__lq_reserve(&h->queue, h->queue.len + h->parked + 1) != 0) {
-        uv_mutex_unlock(&h->mu);
+        rl__unlock(&h->mu);
         pthread_rwlock_unlock(&d->route_lock);
         free(p);
         return RL_ENOMEM;
@@ -126,9 +126,9 @@ int rl__park_for_retry(rl__lane *l, rl__job *j, uint64_t due_ns)
         q->len = kept;
     }
     link_park(h, p);
-    uv_mutex_unlock(&h->mu);
+    rl__unlock(&h->mu);
     /* l's job in flight is over for now: it goes on with its other keys. */
-    uv_mutex_lock(&l->mu);
+    rl__lock(&l->mu);
     if (fenced) {
         l->fence.active = false;
         l->fence.holder = NULL;
@@ -139,7 +139,7 @@ int rl__park_for_retry(rl__lane *l, rl__job *j, uint64_t due_ns)
     l->cur_ticket = 0;
     l->gen++;
     rl__lane_ready(l);
-    uv_mutex_unlock(&l->mu);
+    rl__unlock(&l->mu);
     pthread_rwlock_unlock(&d->route_lock);
     rl__timer_entry e = {.due_ns = due_ns, .kind = RL__TIMER_PARK, .park = p};
     if (rl__timer_add(d, e) != 0) {
@@ -147,10 +147,10 @@ int rl__park_for_retry(rl__lane *l, rl__job *j, uint64_t due_ns)
         pthread_rwlock_rdlock(&d->route_lock);
         if (p->linked) {
             rl__lane *hh = p->holder;
-            uv_mutex_lock(&hh->mu);
+            rl__lock(&hh->mu);
             unlink_park(hh, p);
             unpark_into_queue(hh, p);
-            uv_mutex_unlock(&hh->mu);
+            rl__unlock(&hh->mu);
         }
         pthread_rwlock_unlock(&d->route_lock);
         free(p);
@@ -163,11 +163,11 @@ void rl__park_due(rl_dispatcher_t *d, rl__park *p)
     pthread_rwlock_rdlock(&d->route_lock);
     if (p->linked) { /* not handed back meanwhile */
         rl__lane *h = p->holder;
-        uv_mutex_lock(&h->mu);
+        rl__lock(&h->mu);
         p->due = true;
         p->timer_done = true; /* freed when its job starts */
         rl__lane_ready(h);
-        uv_mutex_unlock(&h->mu);
+        rl__unlock(&h->mu);
         pthread_rwlock_unlock(&d->route_lock);
         return;
     }
@@ -248,19 +248,19 @@ bool rl__parks_run_tag(const rl__lane *l, int64_t tag)
 /* A lane's parks are read under its mutex: a worker starts a due one holding only that. */
 void rl__parks_count(rl__lane *l, const rl__route *next, size_t *incoming)
 {
-    uv_mutex_lock(&l->mu);
+    rl__lock(&l->mu);
     for (rl__park *p = l->parks; p; p = p->next) {
         uint32_t node = rl__route_node(next, p->hash);
         if (next->lanes[node] != l)
             incoming[node] += park_jobs(p);
     }
-    uv_mutex_unlock(&l->mu);
+    rl__unlock(&l->mu);
 }
 
 void rl__parks_retarget(rl__lane *l, const rl__route *next)
 {
     rl__park *moving = NULL;
-    uv_mutex_lock(&l->mu);
+    rl__lock(&l->mu);
     for (rl__park *p = l->parks, *nx; p; p = nx) {
         nx = p->next;
         if (next->lanes[rl__route_node(next, p->hash)] == l)
@@ -269,15 +269,15 @@ void rl__parks_retarget(rl__lane *l, const rl__route *next)
         p->next = moving;
         moving = p;
     }
-    uv_mutex_unlock(&l->mu);
+    rl__unlock(&l->mu);
     /* One lane's mutex at a time: a park in transit is on no list, so no one starts it. */
     for (rl__park *p = moving, *nx; p; p = nx) {
         nx = p->next;
         rl__lane *to = next->lanes[rl__route_node(next, p->hash)];
-        uv_mutex_lock(&to->mu);
+        rl__lock(&to->mu);
         link_park(to, p);
         if (p->due)
             rl__lane_ready(to);
-        uv_mutex_unlock(&to->mu);
+        rl__unlock(&to->mu);
     }
 }

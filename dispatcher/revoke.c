@@ -37,9 +37,9 @@ static bool take_from_lane(rl__lane *l, int64_t tag, rl__jobq *out)
  * finishes. */
 static void take_returned(rl_dispatcher_t *d, int64_t tag, rl__jobq *out)
 {
-    uv_mutex_lock(&d->returned_mu);
+    rl__lock(&d->returned_mu);
     rl__jobq_take_tag(&d->returned, tag, out);
-    uv_mutex_unlock(&d->returned_mu);
+    rl__unlock(&d->returned_mu);
 }
 
 int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count)
@@ -63,33 +63,33 @@ int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count)
      * the wrong side of the jobs handed back. The lanes are then looked at one at a time. */
     rl__lane *taken = NULL; /* lanes whose job was taken from its retry delay */
     pthread_rwlock_wrlock(&d->route_lock);
-    uv_mutex_lock(&d->ready_mu);
+    rl__lock(&d->ready_mu);
     atomic_store(&d->starts_paused, true);
-    uv_mutex_unlock(&d->ready_mu);
+    rl__unlock(&d->ready_mu);
     for (size_t i = 0; i < d->route.n; i++) {
         rl__lane *l = d->route.lanes[i];
-        uv_mutex_lock(&l->mu);
+        rl__lock(&l->mu);
         if (take_from_lane(l, tag, &out)) {
             l->next_taken = taken;
             taken = l;
         }
-        uv_mutex_unlock(&l->mu);
+        rl__unlock(&l->mu);
     }
     for (rl__lane *r = d->retiring; r; r = r->next_retiring) {
-        uv_mutex_lock(&r->mu);
+        rl__lock(&r->mu);
         if (take_from_lane(r, tag, &out)) {
             r->next_taken = taken;
             taken = r;
         }
-        uv_mutex_unlock(&r->mu);
+        rl__unlock(&r->mu);
     }
     /* Every job on the completion stack now started before this moment (or was in flight
      * when its lane was looked at), so it comes before the jobs taken in its key's order:
      * those end first. A job still in flight ends after them (the header's exception). */
     rl__collect_completions(d);
-    uv_mutex_lock(&d->ready_mu);
+    rl__lock(&d->ready_mu);
     atomic_store(&d->starts_paused, false);
-    uv_mutex_unlock(&d->ready_mu);
+    rl__unlock(&d->ready_mu);
     uv_cond_broadcast(&d->ready_cv);
     pthread_rwlock_unlock(&d->route_lock);
     for (rl__lane *l = taken, *nx; l; l = nx) {
@@ -106,9 +106,9 @@ int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count)
 
 static bool lane_runs_tag(rl__lane *l, int64_t tag)
 {
-    uv_mutex_lock(&l->mu);
+    rl__lock(&l->mu);
     bool runs = (l->busy && l->cur_job && l->cur_tag == tag) || rl__parks_run_tag(l, tag);
-    uv_mutex_unlock(&l->mu);
+    rl__unlock(&l->mu);
     return runs;
 }
 
@@ -131,9 +131,9 @@ static bool own_job_has_tag(rl_dispatcher_t *d, int64_t tag)
     rl__lane *l = rl__worker_lane;
     if (!l || l->d != d)
         return false;
-    uv_mutex_lock(&l->mu);
+    rl__lock(&l->mu);
     bool own = l->busy && l->cur_job && l->cur_tag == tag;
-    uv_mutex_unlock(&l->mu);
+    rl__unlock(&l->mu);
     return own;
 }
 
@@ -153,19 +153,19 @@ int rl_dispatch_wait_tag(rl_dispatcher_t *d, int64_t tag, uint64_t timeout_ms)
      * asynchronous handler, starting the jobs that are ready. A timer request from another
      * thread wakes this wait. */
     bool on_loop = rl__on_loop_thread(d);
-    uv_mutex_lock(&d->wait_mu);
+    rl__lock(&d->wait_mu);
     for (;;) {
         if (!tag_in_flight(d, tag))
             break;
         uint64_t until = deadline;
         if (on_loop) {
             /* Without wait_mu: what runs here may end jobs, which takes it. */
-            uv_mutex_unlock(&d->wait_mu);
+            rl__unlock(&d->wait_mu);
             rl__timers_run(d);
             if (d->async_mode)
                 rl__run_async_ready(d); /* may add deadlines: the next due is read after */
             uint64_t next = rl__timers_next(d);
-            uv_mutex_lock(&d->wait_mu);
+            rl__lock(&d->wait_mu);
             if (!tag_in_flight(d, tag))
                 break;
             if (rl__timers_pending(d))
@@ -179,7 +179,7 @@ int rl_dispatch_wait_tag(rl_dispatcher_t *d, int64_t tag, uint64_t timeout_ms)
         }
         rl__cond_wait_until(&d->wait_cv, &d->wait_mu, until);
     }
-    uv_mutex_unlock(&d->wait_mu);
+    rl__unlock(&d->wait_mu);
     atomic_fetch_sub(&d->tag_waiters, 1);
     if (rl__on_loop_thread(d)) {
         /* Finished jobs pushed their completion before going idle: end them now. */

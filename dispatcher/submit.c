@@ -6,10 +6,10 @@
 void rl__space_notify(rl_dispatcher_t *d)
 {
     if (atomic_load(&d->space_waiters) > 0) {
-        uv_mutex_lock(&d->space_mu);
+        rl__lock(&d->space_mu);
         d->space_gen++;
         uv_cond_broadcast(&d->space_cv);
-        uv_mutex_unlock(&d->space_mu);
+        rl__unlock(&d->space_mu);
     }
 }
 
@@ -132,7 +132,7 @@ static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t ta
         rc = RL_ESTATE; /* no lanes */
     } else {
         rl__lane *l = d->route.lanes[rl__route_node(&d->route, hash)];
-        uv_mutex_lock(&l->mu);
+        rl__lock(&l->mu);
         if (l->queue.len + l->parked >= d->opts.lane_capacity) {
             rc = RL_EAGAIN;
             refuse_lane(d, l, waiting);
@@ -149,7 +149,7 @@ static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t ta
                 rl__lane_ready(l); /* an idle lane: an executor takes it */
             rl__lane_set_depth(l);
         }
-        uv_mutex_unlock(&l->mu);
+        rl__unlock(&l->mu);
     }
     if (!on_loop)
         pthread_rwlock_unlock(&d->route_lock);
@@ -215,17 +215,17 @@ static int submit_waiting(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t
     /* Registered before each attempt: whoever makes room after the attempt looked sees us. */
     atomic_fetch_add(&d->space_waiters, 1);
     for (;;) {
-        uv_mutex_lock(&d->space_mu);
+        rl__lock(&d->space_mu);
         uint64_t gen = d->space_gen;
-        uv_mutex_unlock(&d->space_mu);
+        rl__unlock(&d->space_mu);
         rc = submit_once(d, hash, data, tag, true, false);
         if (rc != RL_EAGAIN)
             break;
-        uv_mutex_lock(&d->space_mu);
+        rl__lock(&d->space_mu);
         while (d->space_gen == gen && !atomic_load(&d->closing) && uv_hrtime() < deadline)
             rl__cond_wait_until(&d->space_cv, &d->space_mu, deadline);
         bool expired = d->space_gen == gen && uv_hrtime() >= deadline;
-        uv_mutex_unlock(&d->space_mu);
+        rl__unlock(&d->space_mu);
         if (expired) {
             rc = RL_ETIMEDOUT;
             break;
@@ -295,7 +295,7 @@ static void queue_group(batch *b, const rl_dispatch_item *items, size_t from, si
     size_t want = 0;
     for (size_t i = from; i < m; i++)
         want += st[i] == 1 && node[i] == n;
-    uv_mutex_lock(&l->mu);
+    rl__lock(&l->mu);
     size_t held = l->queue.len + l->parked, cap = d->opts.lane_capacity;
     size_t take = held >= cap ? 0 : cap - held < want ? cap - held : want;
     int err = take < want ? RL_EAGAIN : 0;
@@ -332,7 +332,7 @@ static void queue_group(batch *b, const rl_dispatch_item *items, size_t from, si
     if (to_queue)
         rl__lane_ready(l);
     rl__lane_set_depth(l);
-    uv_mutex_unlock(&l->mu);
+    rl__unlock(&l->mu);
     if (err)
         cut_lane(b, n, err);
     b->queued += got;

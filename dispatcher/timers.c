@@ -81,7 +81,7 @@ static void fire(rl_dispatcher_t *d, rl__timer_entry e)
         return;
     }
     rl__lane *l = e.lane;
-    uv_mutex_lock(&l->mu);
+    rl__lock(&l->mu);
     l->timer_refs--;
     /* A retry still in the same delay (not ended by take_tag or a close meanwhile) runs again. */
     if (e.kind == RL__TIMER_RETRY && l->in_backoff && l->gen == e.id && l->cur_job) {
@@ -90,7 +90,7 @@ static void fire(rl_dispatcher_t *d, rl__timer_entry e)
         rl__lane_ready(l);
     }
     bool last = rl__lane_wants_loop(l);
-    uv_mutex_unlock(&l->mu);
+    rl__unlock(&l->mu);
     if (last)
         uv_async_send(&d->async);
     if (e.kind == RL__TIMER_RETRY)
@@ -140,18 +140,18 @@ int rl__timer_add(rl_dispatcher_t *d, rl__timer_entry e)
             arm(d); /* the new earliest */
         return 0;
     }
-    uv_mutex_lock(&d->timer_mu);
+    rl__lock(&d->timer_mu);
     int rc = heap_reserve(&d->requests, d->requests.len + 1);
     if (!rc)
         d->requests.v[d->requests.len++] = e;
-    uv_mutex_unlock(&d->timer_mu);
+    rl__unlock(&d->timer_mu);
     if (!rc) {
         uv_async_send(&d->async); /* the loop takes it into the heap */
         if (atomic_load(&d->tag_waiters) > 0) {
             /* rl_dispatch_wait_tag on the loop thread runs the timers while it waits. */
-            uv_mutex_lock(&d->wait_mu);
+            rl__lock(&d->wait_mu);
             uv_cond_broadcast(&d->wait_cv);
-            uv_mutex_unlock(&d->wait_mu);
+            rl__unlock(&d->wait_mu);
         }
     }
     return rc;
@@ -159,15 +159,15 @@ int rl__timer_add(rl_dispatcher_t *d, rl__timer_entry e)
 
 bool rl__timers_pending(rl_dispatcher_t *d)
 {
-    uv_mutex_lock(&d->timer_mu);
+    rl__lock(&d->timer_mu);
     bool pending = d->requests.len > 0;
-    uv_mutex_unlock(&d->timer_mu);
+    rl__unlock(&d->timer_mu);
     return pending;
 }
 
 void rl__timers_take_requests(rl_dispatcher_t *d)
 {
-    uv_mutex_lock(&d->timer_mu);
+    rl__lock(&d->timer_mu);
     size_t n = d->requests.len;
     bool room = heap_reserve(&d->heap, d->heap.len + n) == 0;
     if (room) {
@@ -175,7 +175,7 @@ void rl__timers_take_requests(rl_dispatcher_t *d)
             heap_push(&d->heap, d->requests.v[i]);
         d->requests.len = 0;
     }
-    uv_mutex_unlock(&d->timer_mu);
+    rl__unlock(&d->timer_mu);
     if (n && room)
         arm(d);
 }
