@@ -320,7 +320,6 @@ struct rl_dispatcher {
     bool pool_quit;                                    /* under ready_mu */
     bool spinning;         /* under ready_mu: a worker looks at the list before it sleeps */
     atomic_bool ready_any; /* ready_head is set (written under ready_mu; read by the spinner) */
-    atomic_bool lingering; /* a worker waits a moment on its own lane (executors.c) */
     /* take_tag's moment: no executor starts a job while it is set (written under ready_mu,
      * read under a lane's mutex before each start). */
     atomic_bool starts_paused;
@@ -498,7 +497,7 @@ static inline bool rl__lane_wants_loop(const rl__lane *l)
 }
 
 /* executors.c */
-int rl__spin_until(const atomic_bool *flag, const atomic_size_t *depth, size_t seen);
+bool rl__spin_until(const atomic_bool *flag);
 size_t rl__workers_wanted(const rl_dispatcher_t *d);    /* dispatcher.c */
 int rl__pool_resize(rl_dispatcher_t *d, size_t target); /* loop thread: dedicated workers */
 void rl__pool_reap(rl_dispatcher_t *d);                 /* loop thread: joins exited workers */

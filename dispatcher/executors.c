@@ -16,27 +16,6 @@ _Thread_local rl__lane *rl__worker_lane;
  * microseconds). */
 #define SPIN_LOOKS 2048
 
-/* Under l->mu, which it lets go of meanwhile: the lane this worker holds has run dry; when no
- * other lane waits for a worker and no other worker lingers, it waits a moment for the lane's
- * next job rather than give the lane up. A lane handed over at every job costs the submitter
- * the ready list's lock and the worker a trip through it; a held lane costs them nothing.
- * True when a job came. */
-static bool linger(rl_dispatcher_t *d, rl__lane *l)
-{
-    if (l->busy || l->queue.len || l->retiring || l->stopping || atomic_load(&d->closing) ||
-        atomic_load(&d->starts_paused) || atomic_load_explicit(&d->ready_any, memory_order_relaxed))
-        return false;
-    if (atomic_exchange(&d->lingering, true))
-        return false;
-    size_t seen = l->queue.len + l->parked; /* depth_hint moves when a job comes */
-    rl__unlock(&l->mu);
-    /* Stops as well when another lane waits for a worker: this one goes back then. */
-    bool came = rl__spin_until(&d->ready_any, &l->depth_hint, seen) == 2;
-    atomic_store(&d->lingering, false);
-    rl__lock(&l->mu);
-    return came;
-}
-
 /* Runs up to SERVE_BATCH jobs of a lane this worker took from the ready list. */
 static void serve_lane(rl_dispatcher_t *d, rl__lane *l)
 {
@@ -54,8 +33,6 @@ static void serve_lane(rl_dispatcher_t *d, rl__lane *l)
                 rl__lock(&l->mu);
                 continue;
             }
-            if (linger(d, l))
-                continue;
             break;
         }
         rl__unlock(&l->mu);
@@ -78,23 +55,19 @@ static void serve_lane(rl_dispatcher_t *d, rl__lane *l)
         uv_async_send(&d->async);
 }
 
-/* Looks up to SPIN_LOOKS times until *flag is set (1) or *depth is no longer `seen` (2; depth
- * may be NULL); 0 when neither came. Its own function, never inlined, so that a profile tells
- * time spent waiting from time spent working. */
-__attribute__((noinline)) int rl__spin_until(const atomic_bool *flag, const atomic_size_t *depth,
-                                             size_t seen)
+/* Looks up to SPIN_LOOKS times until *flag is set (true) or not (false). Its own function,
+ * never inlined, so that a profile tells time spent waiting from time spent working. */
+__attribute__((noinline)) bool rl__spin_until(const atomic_bool *flag)
 {
     for (int i = 0; i < SPIN_LOOKS; i++) {
         if (atomic_load_explicit(flag, memory_order_relaxed))
-            return 1;
-        if (depth && atomic_load_explicit(depth, memory_order_relaxed) != seen)
-            return 2;
+            return true;
         if (i % 64 == 63)
             sched_yield(); /* fewer cores than threads: let the submitter run */
         else
             rl__cpu_relax();
     }
-    return 0;
+    return false;
 }
 
 /* Under ready_mu: the first ready lane, taken off the list, or NULL. */
@@ -119,16 +92,20 @@ static bool nothing_to_take(rl_dispatcher_t *d)
 }
 
 /* Under ready_mu, with nothing to take: one worker at a time looks at the ready list for a
- * moment before it sleeps. Lanes of a busy dispatcher empty and fill again within
+ * moment before it sleeps, when there are several. Their lanes empty and fill again within
  * microseconds; a worker that slept each time would cost a futex wake for every job the
- * submitter hands over (the submitter does not signal while a worker spins). */
+ * submitter hands over (the submitter does not signal while a worker spins). A lone worker
+ * sleeps at once: spinning, it took each job the moment it was queued and met the submitter
+ * at the lane's mutex for every job, where sleeping it wakes once per burst (bench_dispatch
+ * uv, one worker: 2.1M jobs/s sleeping against 1.6M spinning; a worker that waited on its own
+ * dry lane instead of the list was slower at 1, 2 and 4 workers, bench/RESULTS.md). */
 static void spin_a_moment(rl_dispatcher_t *d)
 {
-    if (d->spinning)
+    if (d->spinning || d->live_workers < 2)
         return;
     d->spinning = true;
     rl__unlock(&d->ready_mu);
-    rl__spin_until(&d->ready_any, NULL, 0);
+    rl__spin_until(&d->ready_any);
     rl__lock(&d->ready_mu);
     d->spinning = false;
 }
