@@ -454,13 +454,24 @@ void rl__check_capacity(rl_dispatcher_t *d);
 /* lane.c */
 int rl__lane_new(rl_dispatcher_t *d, const char *name, rl__lane **out);
 void rl__lane_free(rl__lane *l); /* an idle lane no timer names */
-void rl__lane_set_depth(rl__lane *l);
 void rl__hist_add(uint64_t *hist, uint64_t ns);
 double rl__hist_quantile_us(const uint64_t *hist, double q);
 
+/* Under l->mu: the depth readable without the lock. Inline: every submission and start sets it. */
+static inline void rl__lane_set_depth(rl__lane *l)
+{
+    atomic_store_explicit(&l->depth_hint, l->queue.len + l->parked, memory_order_relaxed);
+}
+
 /* Under l->mu: puts a runnable lane that no executor holds on the ready list and wakes an
- * executor. Does nothing otherwise. */
-void rl__lane_ready(rl__lane *l);
+ * executor. Does nothing otherwise: the test inline (a submission to a lane its worker holds
+ * is the common case), the rest in lane.c. */
+void rl__lane_ready_slow(rl__lane *l);
+static inline void rl__lane_ready(rl__lane *l)
+{
+    if (!l->owned && !l->queued)
+        rl__lane_ready_slow(l);
+}
 
 /* Under l->mu, l owned by the caller: the job to run now (a due retry, or the next queued job,
  * made the one in flight), or NULL. A due retry of a stopping lane is handed back instead

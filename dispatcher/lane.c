@@ -44,11 +44,6 @@ void rl__lane_free(rl__lane *l)
     free(l);
 }
 
-void rl__lane_set_depth(rl__lane *l)
-{
-    atomic_store_explicit(&l->depth_hint, l->queue.len + l->parked, memory_order_relaxed);
-}
-
 bool rl__lane_idle(const rl__lane *l)
 {
     return !l->busy && !l->owned && !l->queued && !l->queue.len && !l->parked && !l->fence.active &&
@@ -107,7 +102,7 @@ static bool runnable(const rl__lane *l)
     return l->retry_due || (!l->busy && (l->queue.len > 0 || (l->parks && rl__parks_due(l))));
 }
 
-void rl__lane_ready(rl__lane *l)
+void rl__lane_ready_slow(rl__lane *l)
 {
     if (l->owned || l->queued || !runnable(l))
         return;
