@@ -514,7 +514,6 @@ static inline bool rl__lane_wants_loop(const rl__lane *l)
 }
 
 /* executors.c */
-bool rl__spin_until(const atomic_bool *flag);
 size_t rl__workers_wanted(const rl_dispatcher_t *d);    /* dispatcher.c */
 int rl__pool_resize(rl_dispatcher_t *d, size_t target); /* loop thread: dedicated workers */
 void rl__pool_reap(rl_dispatcher_t *d);                 /* loop thread: joins exited workers */

@@ -55,19 +55,19 @@ static void serve_lane(rl_dispatcher_t *d, rl__lane *l)
         uv_async_send(&d->async);
 }
 
-/* Looks up to SPIN_LOOKS times until *flag is set (true) or not (false). Its own function,
- * never inlined, so that a profile tells time spent waiting from time spent working. */
-__attribute__((noinline)) bool rl__spin_until(const atomic_bool *flag)
+/* Looks up to SPIN_LOOKS times, until *flag is set. Its own function, never inlined, so that a
+ * profile tells time spent waiting from time spent working (bench/instructions_per_job.sh
+ * looks for its name). */
+__attribute__((noinline)) static void rl__spin_until(const atomic_bool *flag)
 {
     for (int i = 0; i < SPIN_LOOKS; i++) {
         if (atomic_load_explicit(flag, memory_order_relaxed))
-            return true;
+            return;
         if (i % 64 == 63)
             sched_yield(); /* fewer cores than threads: let the submitter run */
         else
             rl__cpu_relax();
     }
-    return false;
 }
 
 /* Under ready_mu: the first ready lane, taken off the list, or NULL. */
