@@ -16,6 +16,7 @@
 
 #include "ringlane/dispatcher.h"
 #include "ringlane/error.h"
+#include "ringlane/ring_view.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -256,19 +257,28 @@ typedef struct rl__worker {
 /* The routing state: a ring over lane names and the lane of each node index. */
 typedef struct rl__route {
     rl_ring_t *ring;
+    rl_ring_view view; /* the ring's lookup engine, read inline (set with the ring) */
     rl__lane **lanes;
     size_t n;
 } rl__route;
 
+/* Sets a route's ring and its view. */
+static inline void rl__route_set_ring(rl__route *r, rl_ring_t *ring)
+{
+    r->ring = ring;
+    rl_ring_view_init(ring, &r->view);
+}
+
 /* Frees a route's ring and lane array (not the lanes). */
 void rl__route_free(rl__route *route);
 
-/* The node index that owns a key position; the route's ring must not be empty. The core's
- * lookup engine answers most positions with one table read. */
+/* The node index that owns a key position; the route's ring must not be empty. Most positions
+ * are one read of the core's lookup table, inline: the library call around it was a tenth of
+ * an empty job's instructions on the loop thread (bench/instructions_per_job.sh). */
 static inline uint32_t rl__route_node(const rl__route *r, uint64_t hash)
 {
     uint32_t node = 0;
-    rl_ring_lookup_hash(r->ring, hash, &node);
+    rl_ring_view_lookup_hash(&r->view, hash, &node);
     return node;
 }
 

@@ -436,7 +436,7 @@ int rl_dispatch_init(struct uv_loop_s *loop, const rl_dispatch_options *opts, rl
     d->opts.lane_count = 0;
     d->async_mode = opts->async_handler != NULL;
     d->hash_ring = hash_ring;
-    d->route.ring = ring;
+    rl__route_set_ring(&d->route, ring);
     d->route.n = opts->lane_count;
     d->route.lanes = calloc(d->route.n, sizeof *d->route.lanes);
     atomic_init(&d->done_head, NULL);

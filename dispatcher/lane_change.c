@@ -389,7 +389,8 @@ static int apply_change(rl_dispatcher_t *d, plan *p)
 static int route_for(rl_dispatcher_t *d, rl_ring_t *ring, rl__lane *added, rl__route *out)
 {
     size_t n = rl_ring_member_count(ring);
-    *out = (rl__route){.ring = ring, .n = n};
+    *out = (rl__route){.n = n};
+    rl__route_set_ring(out, ring);
     out->lanes = calloc(n ? n : 1, sizeof *out->lanes);
     if (!out->lanes)
         return RL_ENOMEM;
