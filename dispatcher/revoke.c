@@ -101,6 +101,11 @@ int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count)
         *count = out.len;
     rl__hand_back(d, &out); /* after the completions collected above */
     rl__check_capacity(d);
+    /* The jobs handed back may have been the last a close or a removed lane waited for, and
+     * nothing else would wake the loop to see it: a job parked for its retry has no worker
+     * to end it, and its timer finds it gone. The loop looks at the lanes again. */
+    if (atomic_load(&d->closing) || d->retiring)
+        uv_async_send(&d->async);
     return 0;
 }
 

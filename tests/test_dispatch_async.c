@@ -297,6 +297,37 @@ static void test_take_and_close_with_pending(void **state)
     free(w);
 }
 
+/* A job fails during a DRAIN close and waits for its retry (far away); take_tag hands it back,
+ * and the close ends: nothing else is left. On the old code nothing woke the loop for it and
+ * close_cb never ran (test_dispatch_review.c has the blocking handlers' case). */
+static void test_drain_close_after_take(void **state)
+{
+    (void)state;
+    world *w = world_new();
+    const char *lanes[] = {"a"};
+    rl_dispatch_options o;
+    async_options(w, &o, lanes, 1);
+    o.backoff_ms = o.backoff_max_ms = 600000;
+    assert_rl_ok(rl_dispatch_init(&w->loop, &o, &w->d));
+    put(w, "k", 0, 7);
+    run_until(w, &w->nstarted, 1);
+    assert_rl_ok(rl_dispatch_close(w->d, RL_DISPATCH_DRAIN, on_closed));
+    assert_rl_ok(rl_dispatch_complete(w->d, w->tickets[0], -1)); /* fails: waits to retry */
+    for (int i = 0; i < 10; i++)
+        uv_run(&w->loop, UV_RUN_NOWAIT);
+    assert_int_equal(w->closed, 0);
+    size_t n = 0;
+    assert_rl_ok(rl_dispatch_take_tag(w->d, 7, &n));
+    assert_int_equal(n, 1);
+    assert_int_equal(w->outcome[0], RL_DISPATCH_RETURNED);
+    for (int i = 0; i < 1000 && !w->closed; i++)
+        uv_run(&w->loop, UV_RUN_NOWAIT);
+    assert_int_equal(w->closed, 1);
+    assert_int_equal(uv_run(&w->loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(uv_loop_close(&w->loop), 0);
+    free(w);
+}
+
 /* 65,536 lanes of asynchronous jobs (jump: a ring of no points), every one used. */
 static void test_many_lanes(void **state)
 {
@@ -561,6 +592,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_retry_new_ticket),
         cmocka_unit_test(test_deadline),
         cmocka_unit_test(test_take_and_close_with_pending),
+        cmocka_unit_test(test_drain_close_after_take),
         cmocka_unit_test(test_many_lanes),
         cmocka_unit_test(test_shared_workers),
         cmocka_unit_test(test_wait_tag_runs_retries),

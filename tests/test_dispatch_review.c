@@ -12,7 +12,8 @@
  *  6. take_tag inside on_done ends the key's finished jobs before the ones it hands back;
  *  7. one key under two tags: take_tag hands back only its tag's jobs (the rule in the header);
  *  8. take_tag and wait_tag after a close in STOP mode hand back what the close holds;
- *  9. deadlines too far for the clock (UINT64_MAX, INT64_MAX) wait, they do not spin.
+ *  9. deadlines too far for the clock (UINT64_MAX, INT64_MAX) wait, they do not spin;
+ * 10. a DRAIN close ends when take_tag hands back the last job, one parked for its retry.
  * Waits here wait for events (a gate, a callback, a count); none passes or fails on time. */
 #define _POSIX_C_SOURCE 200809L
 #include "dispatch_util.h"
@@ -745,6 +746,51 @@ static void test_far_deadlines_wait(void **state)
     world_end(w, RL_DISPATCH_DRAIN);
 }
 
+/* --- 10. a DRAIN close whose last job is handed back from its retry delay --- */
+
+/* A job fails during a DRAIN close and is parked for its retry (far away); take_tag hands it
+ * back. Nothing is left, so the close ends: the loop has a wake-up pending for it. On the old
+ * code nothing woke the loop, and the close waited for the retry's timer to fire, which found
+ * the job gone and woke nothing either: close_cb never ran. Checked with the loop run without
+ * waiting, a bounded number of times, in both pool kinds. */
+static void drain_close_after_take(size_t workers)
+{
+    world *w = world_new();
+    const char *lanes[] = {"a"};
+    rl_dispatch_options o;
+    options(w, &o, lanes, 1);
+    o.workers = workers;
+    o.backoff_ms = o.backoff_max_ms = 600000;
+    assert_rl_ok(rl_dispatch_init(&w->loop, &o, &w->d));
+    job *failing = add_job(w, 0, 7);
+    failing->fail_first = 1;
+    assert_rl_ok(put(w, failing));
+    wait_retried(w->d, 1); /* parked for its retry, ten minutes away */
+    assert_rl_ok(rl_dispatch_close(w->d, RL_DISPATCH_DRAIN, on_closed));
+    for (int i = 0; i < 10; i++)
+        uv_run(&w->loop, UV_RUN_NOWAIT);
+    assert_int_equal(w->closed, 0); /* the parked job holds the close */
+    size_t n = 0;
+    assert_rl_ok(rl_dispatch_take_tag(w->d, 7, &n));
+    assert_int_equal(n, 1);
+    assert_int_equal(w->nended, 1);
+    assert_int_equal(w->outcome[0], RL_DISPATCH_RETURNED);
+    for (int i = 0; i < 1000 && !w->closed; i++)
+        uv_run(&w->loop, UV_RUN_NOWAIT);
+    assert_int_equal(w->closed, 1);
+    assert_int_equal(uv_run(&w->loop, UV_RUN_DEFAULT), 0);
+    w->d = NULL;
+    world_end(w, 0);
+}
+
+static void test_drain_close_after_take(void **state)
+{
+    (void)state;
+    make_keys();
+    drain_close_after_take(0); /* a worker per lane */
+    drain_close_after_take(2); /* a shared pool */
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -760,6 +806,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_take_and_wait_after_stop),
         cmocka_unit_test(test_wait_tag_in_handler),
         cmocka_unit_test(test_far_deadlines_wait),
+        cmocka_unit_test(test_drain_close_after_take),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
