@@ -54,12 +54,16 @@ int rl_dispatch_stats_get(rl_dispatcher_t *d, rl_dispatch_stats *out, rl_dispatc
     }
     pthread_rwlock_unlock(&d->route_lock);
     free(hist);
-    out->jobs = atomic_load(&d->jobs);
+    /* The ends first, then the submissions: a job counted as ended was submitted before its
+     * end was counted (publish releases the count), so the later read of `submitted` shows it.
+     * Read the other way round, jobs submitted and ended between the two reads showed more
+     * ended than submitted. */
+    out->done = atomic_load_explicit(&d->done, memory_order_acquire);
+    out->dead_lettered = atomic_load_explicit(&d->dead, memory_order_acquire);
+    out->returned = atomic_load_explicit(&d->returned_count, memory_order_acquire);
     out->submitted = atomic_load(&d->seq);
+    out->jobs = atomic_load(&d->jobs);
     out->refused = atomic_load(&d->refused);
-    out->done = atomic_load(&d->done);
-    out->dead_lettered = atomic_load(&d->dead);
-    out->returned = atomic_load(&d->returned_count);
     out->lane_changes = atomic_load(&d->changes);
     out->last_change_ns = atomic_load(&d->last_change_ns);
     out->max_change_ns = atomic_load(&d->max_change_ns);

@@ -45,17 +45,19 @@ static void end_job(rl_dispatcher_t *d, rl__job *j, int outcome, ended *e)
     }
 }
 
+/* The end counts are released: statistics read them (acquire) before `submitted`, so a
+ * snapshot never shows more jobs ended than submitted (rl_dispatch_stats_get). */
 static void publish(rl_dispatcher_t *d, const ended *e)
 {
     if (e->unreleased)
         atomic_fetch_sub(&d->jobs, e->unreleased);
     if (e->n[RL_DISPATCH_DONE])
-        atomic_fetch_add_explicit(&d->done, e->n[RL_DISPATCH_DONE], memory_order_relaxed);
+        atomic_fetch_add_explicit(&d->done, e->n[RL_DISPATCH_DONE], memory_order_release);
     if (e->n[RL_DISPATCH_DEAD])
-        atomic_fetch_add_explicit(&d->dead, e->n[RL_DISPATCH_DEAD], memory_order_relaxed);
+        atomic_fetch_add_explicit(&d->dead, e->n[RL_DISPATCH_DEAD], memory_order_release);
     if (e->n[RL_DISPATCH_RETURNED])
         atomic_fetch_add_explicit(&d->returned_count, e->n[RL_DISPATCH_RETURNED],
-                                  memory_order_relaxed);
+                                  memory_order_release);
 }
 
 void rl__hand_back(rl_dispatcher_t *d, rl__jobq *q)
