@@ -13,7 +13,8 @@
  *  7. one key under two tags: take_tag hands back only its tag's jobs (the rule in the header);
  *  8. take_tag and wait_tag after a close in STOP mode hand back what the close holds;
  *  9. deadlines too far for the clock (UINT64_MAX, INT64_MAX) wait, they do not spin;
- * 10. a DRAIN close ends when take_tag hands back the last job, one parked for its retry.
+ * 10. a DRAIN close ends when take_tag hands back the last job, one parked for its retry;
+ * 11. lane_capacity counts a failed job waiting for its retry: a full lane holds one more.
  * Waits here wait for events (a gate, a callback, a count); none passes or fails on time. */
 #define _POSIX_C_SOURCE 200809L
 #include "dispatch_util.h"
@@ -791,6 +792,45 @@ static void test_drain_close_after_take(void **state)
     drain_close_after_take(2); /* a shared pool */
 }
 
+/* --- 11. lane_capacity and a job that fails at a full lane --- */
+
+/* The header's rule: the job in flight is not counted; failing, it waits for its retry parked
+ * and counts, so a full lane holds lane_capacity + 1 until the retry starts, and refuses
+ * submissions meanwhile. Here 4 jobs of key 0 wait behind its first, which fails. */
+static void test_capacity_with_failing_job(void **state)
+{
+    (void)state;
+    make_keys();
+    world *w = world_new();
+    const char *lanes[] = {"a"};
+    rl_dispatch_options o;
+    options(w, &o, lanes, 1);
+    o.lane_capacity = 4;
+    o.backoff_ms = o.backoff_max_ms = 600000;
+    assert_rl_ok(rl_dispatch_init(&w->loop, &o, &w->d));
+    gate_set(&w->g, false);
+    job *first = add_job(w, 0, 0);
+    first->gated = true;
+    first->fail_first = 1;
+    assert_rl_ok(put(w, first));
+    gate_wait_arrived(&w->g, 1);
+    for (int i = 0; i < 4; i++)
+        assert_rl_ok(put(w, add_job(w, 0, 0)));
+    assert_int_equal(put(w, add_job(w, 1, 0)), RL_EAGAIN); /* 4 queued: full */
+    gate_set(&w->g, true);
+    wait_retried(w->d, 1);
+    rl_dispatch_stats st;
+    rl_dispatch_lane_stats ls;
+    assert_rl_ok(rl_dispatch_stats_get(w->d, &st, &ls, 1, NULL));
+    assert_int_equal(ls.depth, 0);
+    assert_int_equal(ls.parked, 5); /* the retry and the 4 behind it: lane_capacity + 1 */
+    assert_int_equal(ls.retry_parked, 1);
+    assert_int_equal(ls.in_flight, 0);
+    assert_int_equal(st.jobs, 5);
+    assert_int_equal(put(w, add_job(w, 1, 0)), RL_EAGAIN);
+    world_end(w, RL_DISPATCH_STOP); /* hands the 5 back */
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -807,6 +847,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_wait_tag_in_handler),
         cmocka_unit_test(test_far_deadlines_wait),
         cmocka_unit_test(test_drain_close_after_take),
+        cmocka_unit_test(test_capacity_with_failing_job),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -133,7 +133,10 @@ typedef struct rl_dispatch_options {
     rl_dispatch_capacity_cb on_capacity; /* NULL: none */
     void *data;                          /* the caller's, see rl_dispatch_get_data */
     uint32_t lane_capacity; /* jobs one lane holds before RL_EAGAIN, queued or parked (behind a
-                               moved key's job or a key's retry) (1024) */
+                               moved key's job or a key's retry), the started job waiting for
+                               its retry included; the job in flight is not counted, so when
+                               it fails at a full lane the lane holds one more until the retry
+                               starts (1024) */
     uint32_t max_jobs;      /* jobs held at once, queued to undelivered: the memory bound (65536) */
     uint32_t max_attempts;  /* handler calls before a job is dead-lettered (5) */
     uint32_t backoff_ms;    /* delay before the first retry, doubled each time (10) */
@@ -291,7 +294,9 @@ typedef struct rl_dispatch_stats {
 } rl_dispatch_stats;
 
 /* Fills *out and up to `cap` lane entries (ring lanes in node order, then retiring lanes);
- * *n (may be NULL) gets the number of lanes there are, which may exceed cap. */
+ * *n (may be NULL) gets the number of lanes there are, which may exceed cap. The counters are
+ * read one after another while jobs go on, not frozen together; but a snapshot never shows more
+ * jobs ended than accepted (done + dead_lettered + returned <= submitted). */
 RL_EXTERN int rl_dispatch_stats_get(rl_dispatcher_t *d, rl_dispatch_stats *out,
                                     rl_dispatch_lane_stats *lanes, size_t cap, size_t *n);
 
