@@ -193,6 +193,10 @@ static void names_and_ports(void **state)
         assert_int_equal(rl_ring_build(&m, 1, &o, &a), RL_ENAME);
         assert_null(a);
     }
+    /* A name without ':' is a host, whatever its characters (libmemcached checks none). */
+    rl_member odd = {"not a host!", 1, NULL};
+    assert_rl_ok(rl_ring_build(&odd, 1, &o, &a));
+    rl_ring_free(a);
     /* A caller's hash cannot give four points per label. */
     rl_member one = {"h:1", 1, NULL};
     o.hash = constant_hash;

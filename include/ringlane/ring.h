@@ -64,7 +64,9 @@ RL_EXTERN void rl_ring_options_init(rl_ring_options *opts);
  * opts NULL means rl_ring_options_init() defaults. Errors: RL_EINVAL (NULL out or members),
  * RL_EPROFILE, RL_EVNODES, RL_EWEIGHT, RL_ENAME (empty or over RL_NAME_MAX; also zones),
  * RL_EDUPNAME, RL_ETOOBIG (over RL_MEMBERS_MAX or RL_POINTS_MAX), RL_ENOMEM. Profiles add:
- * ketama RL_ENAME for a name that is not HOST or HOST:PORT with a port 1..65535; maglev
+ * ketama RL_ENAME for a HOST:PORT name (split at its last ':') with an empty host or a port
+ * that is not 1..65535 in decimal (a name without ':' is a host on port 11211, whatever its
+ * characters, as libmemcached takes it: ketama checks no host name); maglev
  * RL_EVNODES for a table size that is not a prime; jump RL_EWEIGHT for a weight other than 1;
  * ketama and maglev RL_ENOTSUP with a caller hash. On error *out is set to NULL. Names and
  * zones are copied. */
