@@ -62,6 +62,7 @@ int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count)
      * job of a key under another tag start and finish, and their completions would end on
      * the wrong side of the jobs handed back. The lanes are then looked at one at a time. */
     rl__lane *taken = NULL; /* lanes whose job was taken from its retry delay */
+    bool wake_loop = false; /* a lane the take left idle, for a close or a retiring lane */
     pthread_rwlock_wrlock(&d->route_lock);
     rl__lock(&d->ready_mu);
     atomic_store(&d->starts_paused, true);
@@ -73,6 +74,7 @@ int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count)
             l->next_taken = taken;
             taken = l;
         }
+        wake_loop |= rl__lane_wants_loop(l);
         rl__unlock(&l->mu);
     }
     for (rl__lane *r = d->retiring; r; r = r->next_retiring) {
@@ -81,6 +83,7 @@ int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count)
             r->next_taken = taken;
             taken = r;
         }
+        wake_loop |= rl__lane_wants_loop(r);
         rl__unlock(&r->mu);
     }
     /* Every job on the completion stack now started before this moment (or was in flight
@@ -101,10 +104,10 @@ int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count)
         *count = out.len;
     rl__hand_back(d, &out); /* after the completions collected above */
     rl__check_capacity(d);
-    /* The jobs handed back may have been the last a close or a removed lane waited for, and
-     * nothing else would wake the loop to see it: a job parked for its retry has no worker
-     * to end it, and its timer finds it gone. The loop looks at the lanes again. */
-    if (atomic_load(&d->closing) || d->retiring)
+    /* As every lane's executor does when it leaves a lane idle: the jobs handed back may have
+     * been the last a close or a removed lane waited for, and nothing else would look (a job
+     * parked for its retry has no worker to end it, and its timer finds it gone). */
+    if (wake_loop)
         uv_async_send(&d->async);
     return 0;
 }
