@@ -256,6 +256,62 @@ static void maybe_finish_close(rl_dispatcher_t *d)
 /* Rounds of completions one wake-up delivers at most, before the loop's other handles run. */
 #define DELIVERY_ROUNDS 8
 
+/* How long the loop waits for a next completion before it goes back to sleep. Going to sleep
+ * and being woken costs more than this on both threads (the worker's eventfd write, the loop's
+ * epoll_wait and read); the wait is over the moment a job ends. */
+#define COMPLETION_WAIT_NS 2000
+/* How long one wake-up goes on waiting for and delivering completions, before the loop's other
+ * handles run. */
+#define WAKE_UP_BUDGET_NS 50000
+/* The most wake-ups skipped after a wait that saw nothing (the count doubles from 1). */
+#define COMPLETION_WAIT_SKIP_MAX 64
+/* Rounds of delivery without a submission from the loop after which it no longer feeds. */
+#define FEEDING_ROUNDS 128
+
+/* Whether the loop waits a moment for a next completion: only while it feeds the workers
+ * itself (it submitted within its last FEEDING_ROUNDS rounds of delivery: a program whose other
+ * threads submit keeps the core for them), with a core to spare for it beside every worker (so
+ * it takes no time from a handler), with jobs held, and not in the wake-ups skipped after a
+ * wait that saw nothing (so sparse completions cost almost no waiting). Loop thread, after a
+ * round of delivery. */
+static bool completion_wait_worth(rl_dispatcher_t *d)
+{
+    if (d->loop_jobs != d->loop_jobs_seen) {
+        d->loop_jobs_seen = d->loop_jobs;
+        d->rounds_unfed = 0;
+    } else if (d->rounds_unfed < FEEDING_ROUNDS) {
+        d->rounds_unfed++;
+    }
+    if (d->async_mode || d->rounds_unfed == FEEDING_ROUNDS || d->nworkers + 1 > d->cores ||
+        atomic_load(&d->jobs) == 0)
+        return false;
+    if (d->wait_skip) {
+        d->wait_skip--;
+        return false;
+    }
+    return true;
+}
+
+/* Waits up to COMPLETION_WAIT_NS for the completion stack to fill; `delivering` is up, so the
+ * worker that fills it does not write to the loop's eventfd. */
+static bool wait_for_completion(rl_dispatcher_t *d, uint64_t start)
+{
+    do {
+        for (int i = 0; i < 64; i++) {
+            if (atomic_load_explicit(&d->done_head, memory_order_relaxed)) {
+                d->wait_backoff = 0;
+                return true;
+            }
+            rl__cpu_relax();
+        }
+    } while (uv_hrtime() - start < COMPLETION_WAIT_NS);
+    d->wait_backoff = d->wait_backoff ? d->wait_backoff * 2 : 1;
+    if (d->wait_backoff > COMPLETION_WAIT_SKIP_MAX)
+        d->wait_backoff = COMPLETION_WAIT_SKIP_MAX;
+    d->wait_skip = d->wait_backoff;
+    return false;
+}
+
 static void on_async(uv_async_t *a)
 {
     rl_dispatcher_t *d = a->data;
@@ -265,10 +321,25 @@ static void on_async(uv_async_t *a)
      * its eventfd, which the loop then waits out): it looks at the stack again before it goes.
      * Down, then the stack read: a job pushed meanwhile is seen here or wakes the loop. */
     atomic_store(&d->delivering, true);
-    int rounds = 0;
-    do {
+    int rounds = 1;
+    uint64_t waits_end = 0;
+    for (;;) {
         rl__deliver_completions(d);
-    } while (atomic_load(&d->done_head) && ++rounds < DELIVERY_ROUNDS);
+        if (atomic_load(&d->done_head)) {
+            if (++rounds > DELIVERY_ROUNDS)
+                break;
+            continue;
+        }
+        if (!completion_wait_worth(d))
+            break;
+        uint64_t now = uv_hrtime();
+        if (!waits_end)
+            waits_end = now + WAKE_UP_BUDGET_NS;
+        else if (now >= waits_end)
+            break;
+        if (!wait_for_completion(d, now))
+            break;
+    }
     atomic_store(&d->delivering, false);
     if (atomic_load(&d->done_head))
         uv_async_send(&d->async); /* more came: the loop's next turn delivers them */
@@ -437,6 +508,7 @@ int rl_dispatch_init(struct uv_loop_s *loop, const rl_dispatch_options *opts, rl
     d->opts.lanes = NULL;
     d->opts.lane_count = 0;
     d->async_mode = opts->async_handler != NULL;
+    d->cores = uv_available_parallelism();
     d->hash_ring = hash_ring;
     rl__route_set_ring(&d->route, ring);
     d->route.n = opts->lane_count;

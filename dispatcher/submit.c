@@ -61,7 +61,11 @@ static bool take_place(rl_dispatcher_t *d)
 /* A job to fill in: on the loop thread, an ended one kept for reuse if there is one. */
 static rl__job *job_alloc(rl_dispatcher_t *d, bool on_loop)
 {
-    rl__job *j = on_loop ? rl__job_spare(d) : NULL;
+    rl__job *j = NULL;
+    if (on_loop) {
+        d->loop_jobs++;
+        j = rl__job_spare(d);
+    }
     return j ? j : malloc(sizeof *j);
 }
 

@@ -43,6 +43,15 @@
  * other threads), and drop a reply that finds NULL. Inside close_cb `d` is still whole
  * (rl_dispatch_get_data, the statistics); once it returns, `d` is gone.
  *
+ * The loop thread and its CPU: completions of blocking handlers wake the loop. While the loop
+ * itself feeds the workers (it submitted jobs within its last 128 rounds of delivery), has a
+ * core to spare beside every worker (workers + 1 <= uv_available_parallelism()) and jobs are
+ * held, the loop, having delivered what had ended, waits up to 2 us for the next completion
+ * rather than sleep: being woken costs both threads more than that. A wait that sees nothing
+ * makes the loop skip waiting on its next 1, 2, 4 ... 64 wake-ups, so sparse completions cost
+ * almost no waiting. One wake-up waits and delivers for at most 50 us (and at most 8 rounds
+ * of completions that came without a wait), then the loop's other handles run.
+ *
  * Errors come in this order: the arguments first (RL_EINVAL, then RL_EBADKEY for a key the
  * profile cannot hash), then the dispatcher's state (RL_ECLOSED, RL_ESTATE), then room.
  *
