@@ -2,9 +2,10 @@
 # Instructions per job under callgrind: the dispatcher fed from the loop thread against
 # uv_queue_work, one worker, empty jobs. Each kind runs twice (N and 2N jobs); the difference
 # over N is the cost of one job, without start-up and calibration. Callgrind runs one thread at
-# a time, so a worker that spins waiting for work spins until its time slice ends: the
-# dispatcher's waiting loop (rl__spin_until) is printed apart, and the figure without it is the
-# work a job costs.
+# a time, so a worker that spins waiting for work spins until its time slice ends, and the loop
+# waiting for a next completion waits out its time: the dispatcher's waiting loops
+# (rl__spin_until, rl__wait_for_completion) are printed apart, and the figure without them is
+# the work a job costs.
 #
 # Usage: bench/instructions_per_job.sh [BUILD_DIR (default build)] [N (default 50000)]
 set -eu
@@ -22,10 +23,10 @@ total() {
         "$bench" one "$1" 1 0 "$2" >/dev/null 2>&1
     awk '/^summary:/ { print $2 }' "$tmp/$1.$2"
 }
-# spin KIND JOBS: instructions inside rl__spin_until (0 when it never ran)
+# spin KIND JOBS: instructions inside the waiting loops (0 when they never ran)
 spin() {
     callgrind_annotate --inclusive=yes --threshold=100 "$tmp/$1.$2" 2>/dev/null |
-        awk '/rl__spin_until/ { gsub(",", "", $1); print $1; found = 1; exit } END { if (!found) print 0 }'
+        awk '/rl__spin_until|rl__wait_for_completion/ { gsub(",", "", $1); sum += $1 } END { print sum + 0 }'
 }
 
 printf '%-16s %12s %12s %12s\n' kind "instr/job" "spin/job" "work/job"
