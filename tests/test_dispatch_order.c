@@ -1,8 +1,10 @@
-/* The order checker, over every ring profile the dispatcher accepts: submitter threads, many
- * keys with one hot key, random handler failures (retried) and dead letters, lane additions
- * and removals (down to no lane and back), take_tag + wait_tag of random tags, small max_jobs
- * and lane capacities so that blocking submitters wait on both, statistics and wait_tag from
- * another thread, and a close (both modes, in turn) while submitters are still blocked.
+/* The order checker, over every ring profile the dispatcher accepts and every way jobs run (a
+ * worker per lane, a shared pool, asynchronous handlers, one shared worker fed by the loop
+ * thread as well): submitter threads (and the loop), many keys with one hot key, random handler
+ * failures (retried) and dead letters, lane additions and removals (down to no lane and back),
+ * take_tag + wait_tag of random tags, small max_jobs and lane capacities so that blocking
+ * submitters wait on both, statistics and wait_tag from another thread, and a close (both modes, in
+ * turn) while submitters are still blocked.
  *
  * The checker knows only the public header's promises, nothing of lanes, fences or queues:
  *  - handler: a key is never in two handlers at once (an atomic flag per key), and a key's
@@ -106,6 +108,9 @@ typedef struct world {
     int closed;
     job_rec *barrier;
     int mode; /* how jobs run: a mode_names entry */
+    /* MODE_LOOPFED: the loop thread is submitter 0 (from on_done and its idle turns) */
+    bool loop_feeds;
+    uint64_t loop_rng;
 
     /* asynchronous mode: attempts waiting for a completer thread */
     uv_mutex_t pend_mu;
@@ -122,7 +127,7 @@ typedef struct world {
 
 static long soak_seconds; /* 0: the test runs; else the soak's length */
 static const char *soak_profile = "jump";
-static int soak_mode; /* --mode dedicated|pool|async */
+static int soak_mode; /* --mode dedicated|pool|async|loopfed */
 
 static void violation(world *w, const char *fmt, int key, int seq, int other)
 {
@@ -323,6 +328,8 @@ static void check_end(world *w, key_state *k, const job_rec *r, int outcome)
     }
 }
 
+static void loop_feed(world *w);
+
 static void on_done(rl_dispatcher_t *d, rl_dispatch_job *job, int outcome)
 {
     world *w = rl_dispatch_get_data(d);
@@ -343,6 +350,7 @@ static void on_done(rl_dispatcher_t *d, rl_dispatch_job *job, int outcome)
     atomic_fetch_add(&w->ended, 1);
     atomic_fetch_add(&w->progress, 1);
     free(r);
+    loop_feed(w); /* from inside on_done, as a program feeding the dispatcher from its loop */
 }
 
 static void on_closed(rl_dispatcher_t *d)
@@ -500,6 +508,40 @@ static void submit_thread(void *arg)
     atomic_fetch_sub(&w->running, 1);
 }
 
+/* MODE_LOOPFED: the loop thread submits for submitter 0's keys (the hot key among them), one
+ * call at a time and never waiting: try_submit, or now and then submit_many. Stops at
+ * RL_ECLOSED. */
+static void loop_feed(world *w)
+{
+    if (!w->loop_feeds)
+        return;
+    if (test_rand(&w->loop_rng) % 8 == 7) {
+        w->loop_feeds = submit_batch(w, 0, &w->loop_rng);
+        return;
+    }
+    int key = pick_key(0, &w->loop_rng);
+    key_state *k = &w->keys[key];
+    job_rec *r = calloc(1, sizeof *r);
+    assert_non_null(r);
+    int seq = atomic_load(&k->submitted);
+    r->key = key;
+    r->seq = seq;
+    char name[48];
+    int len = key_name(key, name, sizeof name);
+    int rc = rl_dispatch_try_submit(w->d, name, (size_t)len, r, key % TAGS);
+    if (rc != 0) {
+        free(r);
+        if (rc == RL_ECLOSED)
+            w->loop_feeds = false;
+        else if (rc != RL_EAGAIN && rc != RL_ESTATE)
+            fail_msg("loop submit: %s", rl_err_name(rc));
+        return;
+    }
+    atomic_store(&k->submitted, seq + 1);
+    atomic_fetch_add(&w->submitted_total, 1);
+    atomic_fetch_add(&w->progress, 1);
+}
+
 /* Statistics and wait_tag from a thread that is not the loop, until close has been called. */
 static void watch_thread(void *arg)
 {
@@ -640,6 +682,7 @@ static void start_close(world *w)
 static void on_idle(uv_idle_t *h)
 {
     world *w = h->data;
+    loop_feed(w);
     uint64_t done = atomic_load(&w->submitted_total);
     if (w->soak_ns) { /* the soak: by the clock */
         uint64_t now = uv_hrtime();
@@ -673,9 +716,12 @@ typedef struct result {
     int changes;
 } result;
 
-enum { MODE_DEDICATED, MODE_POOL, MODE_ASYNC, MODES };
+/* MODE_LOOPFED: one shared worker, and the loop thread submits too (from on_done): the loop
+ * then waits a moment for a next completion rather than sleep, with finished jobs not waking
+ * it meanwhile (the header's paragraph on the loop thread and its CPU). */
+enum { MODE_DEDICATED, MODE_POOL, MODE_ASYNC, MODE_LOOPFED, MODES };
 static const char *const mode_names[MODES] = {"a thread per lane", "2 shared workers",
-                                              "asynchronous"};
+                                              "asynchronous", "1 shared worker, fed by the loop"};
 #define COMPLETERS 2
 
 static result run(const char *profile, int changes, uint64_t jobs, int close_mode, int mode)
@@ -712,6 +758,11 @@ static result run(const char *profile, int changes, uint64_t jobs, int close_mod
         o.handler = handler;
     if (mode == MODE_POOL)
         o.workers = 2; /* fewer than the lanes: each lane by one worker at a time */
+    if (mode == MODE_LOOPFED) {
+        o.workers = 1;
+        w->loop_feeds = true;
+        w->loop_rng = 0x5eed0000u;
+    }
     o.on_done = on_done;
     o.data = w;
     o.lane_capacity = 64; /* small limits: blocking submitters wait on lanes and on max_jobs */
@@ -723,8 +774,9 @@ static result run(const char *profile, int changes, uint64_t jobs, int close_mod
 
     submitter subs[SUBMITTERS];
     uv_thread_t threads[SUBMITTERS], watcher, watchdog;
-    atomic_store(&w->running, SUBMITTERS + 1);
-    for (int i = 0; i < SUBMITTERS; i++) {
+    int first_thread = mode == MODE_LOOPFED; /* submitter 0 is the loop then */
+    atomic_store(&w->running, SUBMITTERS - first_thread + 1);
+    for (int i = first_thread; i < SUBMITTERS; i++) {
         subs[i] = (submitter){w, i};
         assert_int_equal(uv_thread_create(&threads[i], submit_thread, &subs[i]), 0);
     }
@@ -745,7 +797,7 @@ static result run(const char *profile, int changes, uint64_t jobs, int close_mod
     w->idle.data = w;
     assert_int_equal(uv_idle_start(&w->idle, on_idle), 0);
     assert_int_equal(uv_run(&w->loop, UV_RUN_DEFAULT), 0);
-    for (int i = 0; i < SUBMITTERS; i++)
+    for (int i = first_thread; i < SUBMITTERS; i++)
         uv_thread_join(&threads[i]);
     uv_thread_join(&watcher);
     uv_mutex_lock(&w->pend_mu);
@@ -833,9 +885,10 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "--profile") == 0)
             soak_profile = argv[i + 1];
         if (strcmp(argv[i], "--mode") == 0)
-            soak_mode = strcmp(argv[i + 1], "async") == 0  ? 2
-                        : strcmp(argv[i + 1], "pool") == 0 ? 1
-                                                           : 0;
+            soak_mode = strcmp(argv[i + 1], "loopfed") == 0 ? MODE_LOOPFED
+                        : strcmp(argv[i + 1], "async") == 0 ? MODE_ASYNC
+                        : strcmp(argv[i + 1], "pool") == 0  ? MODE_POOL
+                                                            : MODE_DEDICATED;
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_order_every_profile),

@@ -22,7 +22,8 @@
 # Environment: RATE (events/s, default 10000), CYCLE_SECONDS (default 60), PROFILE (the ring
 # profile of part 1, default jump: the one whose changes move the most keys), MODE (how part 1
 # runs its jobs: dedicated, a worker thread per lane, the default; pool, 2 shared workers;
-# async, the asynchronous handler).
+# async, the asynchronous handler; loopfed, one shared worker with the loop thread submitting
+# too, so that the loop waits for completions).
 set -eu
 seconds="${1:-600}"
 build="${2:-build}"
