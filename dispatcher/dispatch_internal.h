@@ -359,6 +359,10 @@ struct rl_dispatcher {
     rl__job *spare;
     size_t nspare;
 
+    /* Calls in progress from any thread (submit, wait_tag, statistics, get_data): the end of a
+     * close waits for them before close_cb runs and the dispatcher is freed. */
+    atomic_int entered;
+
     /* Loop thread: whether it waits a moment for a next completion before it sleeps (see
      * on_async): the cores this process may use, the jobs it has submitted (and how many at its
      * last round of delivery, and the rounds since it last submitted), and the wake-ups to go
@@ -366,10 +370,6 @@ struct rl_dispatcher {
     unsigned cores;
     uint64_t loop_jobs, loop_jobs_seen;
     uint32_t rounds_unfed, wait_skip, wait_backoff;
-
-    /* Calls in progress from any thread (submit, wait_tag, statistics, get_data): the end of a
-     * close waits for them before close_cb runs and the dispatcher is freed. */
-    atomic_int entered;
 };
 
 #define RL__SPARE_JOBS 1024

@@ -510,6 +510,7 @@ int rl_dispatch_init(struct uv_loop_s *loop, const rl_dispatch_options *opts, rl
     d->opts.lane_count = 0;
     d->async_mode = opts->async_handler != NULL;
     d->cores = uv_available_parallelism();
+    d->rounds_unfed = FEEDING_ROUNDS; /* it feeds once it submits */
     d->hash_ring = hash_ring;
     rl__route_set_ring(&d->route, ring);
     d->route.n = opts->lane_count;
