@@ -252,7 +252,9 @@ RL_EXTERN int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *coun
 
 /* Waits up to timeout_ms (any value: UINT64_MAX waits without a limit) until no job with `tag`
  * is in flight (in its handler, or waiting for a retry: rl_dispatch_take_tag hands those back;
- * a job that is in its handler when take_tag looks is waited for through all its attempts).
+ * a job that is in its handler when take_tag looks is waited for through all its attempts,
+ * unless a later take_tag finds it waiting for a retry: that call hands it back, so its
+ * RL_DISPATCH_RETURNED comes after those of its key's later jobs the first call handed back).
  * On the loop thread it then delivers the finished jobs' on_done calls before returning 0 (and,
  * after a close in RL_DISPATCH_STOP mode, hands back the tag's jobs the close holds, a job
  * stopped in its retry delay among them), so every job with the tag has ended once
