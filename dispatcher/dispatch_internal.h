@@ -1,7 +1,7 @@
 /* Internals shared by the dispatcher's source files. Not installed.
  *
  * Locks, in the only order they are ever nested:
- *   wait_mu -> route_lock (read) -> one lane's mu
+ *   wait_mu -> route_lock (write) -> one lane's mu  (wait_tag looks: no job moves meanwhile)
  *   route_lock (write) -> one lane's mu            (lane changes, close)
  *   one lane's mu -> returned_mu
  *   one lane's mu -> ready_mu                       (a lane put on the ready list)

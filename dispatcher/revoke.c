@@ -120,10 +120,16 @@ static bool lane_runs_tag(rl__lane *l, int64_t tag)
     return runs;
 }
 
+/* The route lock for writing: a job of `tag` that fails while a lane change's fence holds its
+ * key's later jobs at another lane is parked at that lane before its own lane lets it go, each
+ * under its own lane's mutex with the route lock held for reading (rl__park_for_retry). With
+ * the lock for reading here too, a look could see the other lane before the park and its own
+ * lane after, and miss the job: wait_tag then returned 0 with it waiting for its retry (the
+ * order checker saw it after a lane change, about one run in a hundred under load). */
 static bool tag_in_flight(rl_dispatcher_t *d, int64_t tag)
 {
     bool runs = false;
-    pthread_rwlock_rdlock(&d->route_lock);
+    pthread_rwlock_wrlock(&d->route_lock);
     for (size_t i = 0; i < d->route.n && !runs; i++)
         runs = lane_runs_tag(d->route.lanes[i], tag);
     for (rl__lane *r = d->retiring; r && !runs; r = r->next_retiring)
