@@ -260,7 +260,12 @@ RL_EXTERN int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *coun
  * stopped in its retry delay among them), so every job with the tag has ended once
  * rl_dispatch_take_tag and this have returned 0 (and no new one was submitted). RL_ETIMEDOUT
  * otherwise (the jobs still end later, through on_done). From another thread it only waits.
- * From a handler whose own job has `tag`: RL_ESTATE (it would wait for itself). */
+ * From a handler whose own job has `tag`: RL_ESTATE (it would wait for itself). It waits for
+ * jobs of `tag` submitted after take_tag as well: while the tag is still being submitted, a wait
+ * without a limit may not return. On the loop thread, while it waits, it runs the dispatcher's
+ * own retry timers (and, with an asynchronous handler, starts ready jobs), but none of the
+ * loop's other handles: an asynchronous job completed from one of them cannot end meanwhile, so
+ * wait there with timeout 0, or from another thread. */
 RL_EXTERN int rl_dispatch_wait_tag(rl_dispatcher_t *d, int64_t tag, uint64_t timeout_ms);
 
 /* Starts closing: new submissions get RL_ECLOSED; blocked submitters wake with RL_ECLOSED. In
