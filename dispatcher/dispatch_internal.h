@@ -364,8 +364,8 @@ struct rl_dispatcher {
     atomic_int entered;
 
     /* Loop thread: whether it waits a moment for a next completion before it sleeps (see
-     * on_async): the cores this process may use, the jobs it has submitted (and how many at its
-     * last round of delivery, and the rounds since it last submitted), and the wake-ups to go
+     * on_async): the cores this process may use, the jobs it has tried to submit (and how many
+     * at its last round of delivery, and the rounds since it last tried), and the wake-ups to go
      * without waiting after a wait that saw no completion. */
     unsigned cores;
     uint64_t loop_jobs, loop_jobs_seen;

@@ -407,6 +407,24 @@ static int pick_key(int id, uint64_t *rng)
     return id + SUBMITTERS * (int)(test_rand(rng) % (uint64_t)own);
 }
 
+/* A job record for the key's job `seq` (the dispatcher's once accepted: on_done frees it). */
+static job_rec *new_job(int key, int seq)
+{
+    job_rec *r = calloc(1, sizeof *r);
+    assert_non_null(r);
+    r->key = key;
+    r->seq = seq;
+    return r;
+}
+
+/* The key's job `seq` was accepted: counted by every submitter alike. */
+static void accepted(world *w, key_state *k, int seq)
+{
+    atomic_store(&k->submitted, seq + 1);
+    atomic_fetch_add(&w->submitted_total, 1);
+    atomic_fetch_add(&w->progress, 1);
+}
+
 /* One rl_dispatch_submit_many of 1..BATCH_MAX items over the thread's keys (a key may come more
  * than once; over 64 items, the call works in more than one chunk). Checks its promise: a key's
  * queued items are the first of its items. False once the dispatcher answers RL_ECLOSED. */
@@ -423,10 +441,7 @@ static bool submit_batch(world *w, int id, uint64_t *rng)
         for (size_t k = 0; k < i; k++)
             seq += keys[k] == key; /* its earlier items in this batch come first */
         next_seq[i] = seq;
-        job_rec *r = calloc(1, sizeof *r);
-        assert_non_null(r);
-        r->key = key;
-        r->seq = seq;
+        job_rec *r = new_job(key, seq);
         int len = key_name(key, names[i], sizeof names[i]);
         items[i] = (rl_dispatch_item){names[i], (size_t)len, r, key % TAGS};
     }
@@ -442,9 +457,7 @@ static bool submit_batch(world *w, int id, uint64_t *rng)
                 violation(w, "submit_many: key %d queued item %d while its item %d was refused",
                           keys[i], next_seq[i], atomic_load(&k->submitted));
             }
-            atomic_store(&k->submitted, next_seq[i] + 1);
-            atomic_fetch_add(&w->submitted_total, 1);
-            atomic_fetch_add(&w->progress, 1);
+            accepted(w, k, next_seq[i]);
             counted++;
             continue;
         }
@@ -478,11 +491,8 @@ static void submit_thread(void *arg)
         }
         int key = pick_key(s->id, &rng);
         key_state *k = &w->keys[key];
-        job_rec *r = calloc(1, sizeof *r);
-        assert_non_null(r);
         int seq = atomic_load(&k->submitted);
-        r->key = key;
-        r->seq = seq; /* r is the dispatcher's once accepted: on_done may free it at once */
+        job_rec *r = new_job(key, seq);
         char name[48];
         int len = key_name(key, name, sizeof name);
         int rc;
@@ -500,9 +510,7 @@ static void submit_thread(void *arg)
         } else if (rc != 0) {
             fail_msg("submit: %s", rl_err_name(rc));
         } else {
-            atomic_store(&k->submitted, seq + 1);
-            atomic_fetch_add(&w->submitted_total, 1);
-            atomic_fetch_add(&w->progress, 1);
+            accepted(w, k, seq);
         }
     }
     atomic_fetch_sub(&w->running, 1);
@@ -521,11 +529,8 @@ static void loop_feed(world *w)
     }
     int key = pick_key(0, &w->loop_rng);
     key_state *k = &w->keys[key];
-    job_rec *r = calloc(1, sizeof *r);
-    assert_non_null(r);
     int seq = atomic_load(&k->submitted);
-    r->key = key;
-    r->seq = seq;
+    job_rec *r = new_job(key, seq);
     char name[48];
     int len = key_name(key, name, sizeof name);
     int rc = rl_dispatch_try_submit(w->d, name, (size_t)len, r, key % TAGS);
@@ -537,9 +542,7 @@ static void loop_feed(world *w)
             fail_msg("loop submit: %s", rl_err_name(rc));
         return;
     }
-    atomic_store(&k->submitted, seq + 1);
-    atomic_fetch_add(&w->submitted_total, 1);
-    atomic_fetch_add(&w->progress, 1);
+    accepted(w, k, seq);
 }
 
 /* Statistics and wait_tag from a thread that is not the loop, until close has been called. */
@@ -716,9 +719,9 @@ typedef struct result {
     int changes;
 } result;
 
-/* MODE_LOOPFED: one shared worker, and the loop thread submits too (from on_done): the loop
- * then waits a moment for a next completion rather than sleep, with finished jobs not waking
- * it meanwhile (the header's paragraph on the loop thread and its CPU). */
+/* MODE_LOOPFED: one shared worker, and the loop thread submits too (from on_done and its idle
+ * turns): the loop then waits a moment for a next completion rather than sleep, with finished
+ * jobs not waking it meanwhile (the header's paragraph on the loop thread and its CPU). */
 enum { MODE_DEDICATED, MODE_POOL, MODE_ASYNC, MODE_LOOPFED, MODES };
 static const char *const mode_names[MODES] = {"a thread per lane", "2 shared workers",
                                               "asynchronous", "1 shared worker, fed by the loop"};
