@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # ringlane's programs on Debian 12: ringlane-demo as the producer and the consumers of
 # docker-compose.yml (the same binary `make demo` runs on librdkafka's mock cluster).
 FROM debian:bookworm-slim AS build

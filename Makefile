@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # The README's two commands: `make demo` and `make test`. CMake does the building, into build/.
 # Each target first installs the Debian packages that are missing (scripts/install-deps.sh).
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_async: the asynchronous dispatcher (async_handler), shared workers, memory per lane and
  * the cost of a lane change with many lanes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Shared by the benchmarks: timing, random inputs, the members of a test ring. */
 #ifndef RINGLANE_BENCH_COMMON_H
 #define RINGLANE_BENCH_COMMON_H

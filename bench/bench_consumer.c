@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The ordered consumer against a plain librdkafka consumer, on the same prefilled topic of
  * librdkafka's mock cluster (3 brokers in this process, 6 partitions, keys "k0".."k999").
  * Each side reads every message once in a consumer group of its own; the rate counts from the

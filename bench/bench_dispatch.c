@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_dispatch: the ordered dispatcher against an unordered baseline, and the cost of a lane
  * change with 100,000 jobs queued.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_index_candidates: the lookup structures measured before choosing ringlane's engine,
  * each over the same sorted points of a default-profile ring, pre-hashed positions, owner
  * included.

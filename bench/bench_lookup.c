@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_lookup: nanoseconds per lookup, ringlane's engine against the usual baselines, in one
  * run so the ratios hold on a noisy machine.
  *

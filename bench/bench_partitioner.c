@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The ring partitioner against librdkafka's built-in murmur2_random, in the same run.
  *
  *   bench_partitioner [--messages N] [--rounds R] [--partitions P] [--profile NAME]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_poison: one poison key against everyone else's latency.
  *
  *   bench_poison [SECONDS]      both runs below, SECONDS each (default 3)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* What a membership change costs under each profile: keys that move, and in particular keys
  * that move between nodes that were there before and after (churn no change asked for).
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Instructions per job under callgrind: the dispatcher fed from the loop thread against
 # uv_queue_work, one worker, empty jobs. Each kind runs twice (N and 2N jobs); the difference
 # over N is the cost of one job, without start-up and calibration. Callgrind runs one thread at

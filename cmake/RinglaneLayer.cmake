@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # rl_add_layer(<name> OBJECTS <object library> [EXPORT <export set>] [PC <pkg-config stem>]
 #              [SHARED_LIBS <lib>...] [STATIC_LIBS <lib>...] [PRIVATE_LIBS <lib>...])
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The consumer's life on the loop: making it, waking up when librdkafka has something, polling
  * in bounded batches, the periodic tick, and closing. */
 #include "consumer_internal.h"

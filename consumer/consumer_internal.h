@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Internals shared by the consumer's source files. Not installed.
  *
  * Everything here is touched on the loop thread only, except `wake_mu`/`wake_alive` (taken by

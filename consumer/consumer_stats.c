@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The consumer's statistics: counters, each assigned partition's offsets, and the dispatcher's
  * lanes. */
 #include "consumer_internal.h"

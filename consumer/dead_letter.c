@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The dead-letter topic: messages the handler gave up on, or the bad-input policy refused, are
  * produced there with their key, value and headers, plus headers saying where they came from
  * and why. Their offset completes only on a successful delivery report; a failed produce is

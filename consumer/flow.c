@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The way of one message: polled, checked against the bad-input policy, submitted to its lane
  * (or kept while its partition is paused), handled, and completed in the offset window. */
 #include "consumer_internal.h"

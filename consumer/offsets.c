@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The offset window: a ring buffer of dispatched offsets in order, with a done flag each.
  * Completions arrive in any order (lanes run in parallel); the watermark moves only across a
  * run of completed offsets at the head, so a commit never skips an unfinished message. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The per-partition offset window: which dispatched offsets have completed, and the highest
  * offset below which everything has. Not installed; used by the consumer only. */
 #ifndef RINGLANE_CONSUMER_OFFSETS_H

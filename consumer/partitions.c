@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The table of topics and partitions the consumer was ever assigned, and pausing them. */
 #include "consumer_internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Rebalances and commits.
  *
  * A revoked partition is released in this order: its queued jobs are taken back from the lanes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Internals shared by the dispatcher's source files. Not installed.
  *
  * Locks, in the only order they are ever nested:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Statistics: per lane and for the dispatcher, as a struct and as JSON. Never per key. */
 #include "dispatch_internal.h"
 #include "json_writer.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The dispatcher's life on the loop: init, completion delivery, capacity news, close. */
 #define _GNU_SOURCE /* pthread_rwlockattr_setkind_np: a writer-preferring route lock */
 #include "dispatch_internal.h"

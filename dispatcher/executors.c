@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* What runs a lane's jobs: a pool of worker threads for blocking handlers, the loop thread for
  * asynchronous ones; and the tickets that finish an asynchronous attempt. */
 #include "dispatch_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A lane: one FIFO queue and its one job in flight, from start to end, whoever runs it. */
 #define _GNU_SOURCE /* PTHREAD_MUTEX_ADAPTIVE_NP */
 #include "dispatch_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Lane membership changes (add_lane, remove_lane) that keep every key's order.
  *
  * THE PROTOCOL

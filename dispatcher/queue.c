@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Job queues: the lane's ring buffer and the linked lists used around it. */
 #include "dispatch_internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Retries that park the key, not the lane.
  *
  * A job whose attempt failed waits for its retry without holding its lane: its key is parked

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Giving back the jobs of one tag (a Kafka partition being revoked, say) and waiting for the
  * ones already running. */
 #include "dispatch_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Submitting jobs: route by key, bounded queues, and waiting for room. */
 #include "dispatch_internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Waiting on a condition variable until a deadline that may lie arbitrarily far ahead. */
 #include "dispatch_internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Timers on the loop: retries that are due, and asynchronous attempts past their deadline. One
  * uv_timer_t for the earliest entry of a binary heap; other threads leave their entries in a
  * request list that the loop moves into the heap. No thread sleeps through a retry's delay. */

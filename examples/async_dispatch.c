@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* async_dispatch: per-key ordered jobs that do real I/O, with ringlane's asynchronous handler.
  *
  * Each job is one request over TCP to a small server this program starts on 127.0.0.1. The

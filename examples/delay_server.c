@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* delay_server: see delay_server.h. */
 #define _POSIX_C_SOURCE 200809L
 #include "delay_server.h"

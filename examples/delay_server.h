@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* delay_server: a small TCP server on 127.0.0.1 that answers every request after a fixed delay,
  * the stand-in for a remote service in examples/async_dispatch.c and bench/bench_async.c.
  *

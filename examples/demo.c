@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ringlane-demo: the whole pipeline in one command.
  *
  *   ringlane-demo [--role all|producer|consumer|cluster] [--bootstrap-servers LIST]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The pieces of ringlane-demo (examples/demo*.c): the order checker, the consumers on their loop
  * threads and the keyed producer. See demo.c for what the demo does. */
 #ifndef RINGLANE_DEMO_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The demo's order checker. Every event carries its key's sequence number; every handler call
  * checks it against the next one expected for the key, shared by all consumers of the process:
  * lower is a redelivery (a duplicate: at-least-once delivery after a rebalance), higher is a

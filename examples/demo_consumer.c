@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A demo consumer: ringlane's consumer and its dispatcher on a libuv loop of their own thread.
  * The main thread talks to it through an async handle (lane changes, statistics, close). */
 #define _POSIX_C_SOURCE 200809L

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The demo's producer: keyed events "user:<k>" with per-key sequence numbers, placed on
  * partitions by ringlane's ring partitioner, idempotent so that retries (a broker down) neither
  * reorder nor duplicate. Halfway it also sends three messages for the bad-input policy: one the

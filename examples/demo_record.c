@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The demo's record file (--record FILE): what this process produced, handled, dead-lettered
  * and saw committed, one line per fact (the format is in demo.h). The process-cluster test
  * (tests/cluster/) merges the files of every process and checks them with a program of its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* job_dispatch: in-process ordered job dispatch with ringlane's dispatcher.
  *
  * A producer thread submits jobs for 200 customers ("orders" numbered per customer); three

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A keyed Kafka producer with ringlane's ring partitioner.
  *
  *   producer [--bootstrap-servers LIST] [--topic T] [--partitions N] [--messages M]

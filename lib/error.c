@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 #include "ringlane/error.h"
 
 const char *rl_strerror(int err)

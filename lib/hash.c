@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The byte hashes: FNV-1a, SplitMix64, and the library ones: the xxHash family (libxxhash), MD5
  * (libmd) and CRC-32 (zlib), used as they are, not copied. */
 #include "ring_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Internal: the JSON text writer of the statistics functions, with snprintf's contract: it counts
  * the whole length, writes what fits, and rl__json_end terminates the text where the buffer
  * ends. Header-only (static functions), so each library layer compiles its own copy and no

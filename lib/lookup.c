@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Key to node: the successor rule, replica preference lists and bounded-loads placement.
  * Nothing here allocates or takes a lock: a snapshot is immutable. */
 #include "lookup_index.h"

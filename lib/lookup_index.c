@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The lookup engine: two tables on the top bits of a position, built with each snapshot.
  *
  * - The coarse table has one entry per bucket of positions, 2^j buckets with 2^j >= points:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The lookup engine's hot path, inlined into the lookups. Not installed. */
 #ifndef RINGLANE_LOOKUP_INDEX_H
 #define RINGLANE_LOOKUP_INDEX_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Sorting a ring's points by (position, tie key of the node, vnode index): the ring's order.
  *
  * A most-significant-digit radix sort: hashed positions spread evenly, so one pass on the top

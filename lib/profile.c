@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The profile registry: ringlane's own profiles and the seed rings, reproduced exactly. */
 #include "ring_internal.h"
 #include "ringlane/error.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* balanced: a ring whose arcs are cut, not hashed, so that every member owns about 1/n of it
  * and adding member n moves keys only to it.
  *

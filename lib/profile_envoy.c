@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* envoy: Envoy's ring_hash load balancer (xxHash, no locality weighting), so a cluster routed by
  * Envoy and a ringlane client pick the same host for the same hash.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* groupcache: Go groupcache's consistenthash.Map with its default hash, so peers picked by a
  * groupcache pool and by ringlane agree.
  *

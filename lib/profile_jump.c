@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* jump: Lamping and Veach's jump consistent hash ("A Fast, Minimal Memory, Consistent Hash
  * Algorithm", 2014) over numbered buckets: node index = bucket. For partition-like targets that
  * only grow or shrink at the end: going from n to n + 1 buckets moves 1/(n + 1) of the keys, all

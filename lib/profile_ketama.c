@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ketama: libmemcached 1.1's weighted ketama continuum (MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED),
  * reproduced point for point so a memcached fleet can be routed by ringlane with no extra miss.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* maglev: Envoy's Maglev load balancer (Eisenbud et al., NSDI 2016, pseudocode listing 1, with
  * Envoy's weighting), so a key lands on the host Envoy's Maglev table gives it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Building immutable ring snapshots, and the membership changes that make new ones. */
 #include "ring_internal.h"
 #include "ringlane/error.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Internals shared by the ring's source files. Not installed. */
 #ifndef RINGLANE_RING_INTERNAL_H
 #define RINGLANE_RING_INTERNAL_H

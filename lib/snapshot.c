@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The published-snapshot holder: reference counts, with a grace period over the load-then-
  * count window (see include/ringlane/snapshot.h for why). All atomics are sequentially
  * consistent: the argument below needs one total order of the pointer swap, the epoch flip and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Balance statistics: how much of the ring each member owns. */
 #include "ring_internal.h"
 #include "ringlane/error.h"

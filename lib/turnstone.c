@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The turnstone reference design: bucket_of and the full 65536-bucket assignment table. */
 #include "ring_internal.h"
 #include "ringlane/error.h"

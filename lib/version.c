@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 #include "ringlane/version.h"
 
 const char *rl_version_string(void)

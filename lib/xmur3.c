@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* xmur3 over Unicode code points, so that C agrees with the Python reference of seed 003:
  * its hash32(s) mixes len(s) (code points) and ord(ch) for each code point. */
 #include "ringlane/hash.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Partitioner options: defaults, checks, and the text properties the plugin accepts. */
 #include "partitioner_internal.h"
 #include "ringlane/error.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The ring partitioner: the librdkafka callback and its lifecycle. */
 #include "partitioner_internal.h"
 #include "ringlane/error.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Internals of the Kafka partitioner layer. Not installed. */
 #ifndef RINGLANE_PARTITIONER_INTERNAL_H
 #define RINGLANE_PARTITIONER_INTERNAL_H

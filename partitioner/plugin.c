@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ringlane_partitioner.so: the ring partitioner as a librdkafka plugin.
  *
  * `plugin.library.paths=.../ringlane_partitioner.so` makes librdkafka call conf_init() on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The per-partition-count ring cache of the Kafka partitioner. */
 #include "ring_cache.h"
 #include "ringlane/error.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* One immutable ring per partition count, built on first use and kept until the cache is
  * destroyed. Finding a built ring is a lock-free walk of a short list; only building one takes
  * the mutex, so concurrent first uses of one partition count build it once. */

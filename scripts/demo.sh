@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The ring demo: route keys over a small cluster, see what a membership change moves, compare
 # with modulo hashing, and spill a hot key with bounded loads. Usage: scripts/demo.sh [BUILD_DIR]
 set -eu

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Installs the Debian packages ringlane needs that are missing, and says which. Needs root (or
 # sudo). Usage: scripts/install-deps.sh [GROUP...]; groups: build (default: everything that
 # `make test` and `make demo` need), bench, format, fuzz.

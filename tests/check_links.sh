@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Every relative link of the documentation resolves: in README.md, docs/*.md and each folder's
 # README.md, every Markdown link [text](target) whose target is not a URL (http:, https:,
 # mailto:) or an anchor of the same page (#...) must name a file or folder of the repository,

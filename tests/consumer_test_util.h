@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Shared by the consumer suites: a mock cluster, a keyed producer with per-key sequence
  * numbers, an order checker, and consumers that each run on a loop thread of their own. */
 #ifndef RINGLANE_CONSUMER_TEST_UTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Shared by the dispatcher suites: a gate that holds handlers, and a wait for a retry. */
 #ifndef RINGLANE_DISPATCH_UTIL_H
 #define RINGLANE_DISPATCH_UTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Shared by the Kafka partitioner suites: the reference ring, keys, and mock-cluster helpers. */
 #ifndef RINGLANE_KAFKA_TEST_UTIL_H
 #define RINGLANE_KAFKA_TEST_UTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The ringlane CLI's contract, checked by running the real binary (RINGLANE_CLI). */
 #define _POSIX_C_SOURCE 200809L
 #include "test_util.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The consumer's argument checks (docs/errors.md): what rl_consumer_new, rl_consumer_close and
  * the statistics refuse, and that a refused rl_consumer_new still frees the configurations it
  * took over (ASan and valgrind fail the run on a leaked one). A live consumer, where one is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The ordered consumer with an asynchronous handler, on librdkafka's mock cluster (3 brokers on
  * 127.0.0.1 in this process): messages that finish later, from a timer on the consumer's loop
  * or from another thread; order per key; commits that never pass an unfinished message; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Closing a cooperative-sticky consumer before its first assignment. librdkafka before 2.3.0
  * aborts in rd_kafka_destroy ("Assertion `assignor_state' failed", librdkafka issue 4312) when
  * the group has answered the consumer's JoinGroup but no SyncGroup has brought an assignment

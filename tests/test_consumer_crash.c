@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Committed offsets never pass an unfinished message, even when the consumer dies without a
  * word. A child process (this program with --child) consumes from the mock cluster that lives
  * in this process, writing "partition offset" to a file as each handler finishes, with handlers

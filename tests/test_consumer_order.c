@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The ordered consumer on librdkafka's mock cluster (3 brokers on 127.0.0.1 in this process):
  * per-key order and completeness through lane changes, a consumer leaving and coming back, a
  * broker going down and up, and backpressure pauses, under both the eager and the cooperative

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The ordered consumer's rules on librdkafka's mock cluster (3 brokers on 127.0.0.1 in this
  * process): dead letters, the bad-input policy, and what a revoke waits for and commits. Every
  * wait here waits for an event (a rebalance, a commit); the time limits only stop a run that

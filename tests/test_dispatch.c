@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The dispatcher's API: arguments, backpressure, retries, dead letters, revoking a tag, lane
  * changes with fences, the last lane, both close modes, statistics. Every wait here waits for
  * an event (a gate, a callback); nothing passes or fails on time. */

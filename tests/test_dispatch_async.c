@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Asynchronous jobs, tickets, deadlines and shared workers: the options refused, every wrong
  * completion refused, one job in flight per lane while a job is pending, retries on the loop's
  * timer, take_tag and close with pending jobs, 65,536 lanes, W workers over more lanes, and

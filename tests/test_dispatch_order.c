@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The order checker, over every ring profile the dispatcher accepts and every way jobs run (a
  * worker per lane, a shared pool, asynchronous handlers, one shared worker fed by the loop
  * thread as well): submitter threads (and the loop), many keys with one hot key, random handler

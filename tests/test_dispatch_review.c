@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The dispatcher's promises in the scenarios an outside review broke them with: one test per
  * finding, each written from the scenario, each failing on the code before its fix.
  *

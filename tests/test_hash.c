@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Hash vectors: the seeds' FNV-1a, SplitMix64, Hash64 and xmur3 values, and libxxhash's XXH3. */
 #include "test_util.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The ring partitioner inside real librdkafka producers, on librdkafka's mock cluster (brokers
  * on 127.0.0.1 in this process): delivery reports show every message on the partition the
  * ring says, through the C API and through the plugin module. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* kcat with the plugin: `kcat -P -X plugin.library.paths=ringlane_partitioner.so` produces
  * keyed lines to a mock cluster that this program hosts on 127.0.0.1; reading the topic back
  * shows every key on the partition the ring says. kcat runs with a deadline and is killed

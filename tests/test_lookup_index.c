@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The lookup engine against a plain successor over the ring's points, for every profile that
  * has points, on random rings: hashed positions, clustered positions, many equal positions. */
 #include "test_util.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The consumer's offset window: the committed watermark never passes an unfinished offset. */
 #include "test_util.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The ring partitioner without a cluster: same ring as the CLI, range, key policies, growth,
  * options, and concurrent first use from many threads. */
 #define _POSIX_C_SOURCE 200809L

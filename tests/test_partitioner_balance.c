@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The partitioner at its defaults: balance over P = 2..256 partitions, and growth that moves
  * (P'-P)/P' of the keys, all to the new partitions. No cluster; deterministic keys, so every
  * number here is the same on every run. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The envoy profile against the ring positions and lookups of Envoy's own ring_hash tests
  * (tests/vectors/envoy_ring_hash.txt says where they come from). */
 #define _POSIX_C_SOURCE 200809L

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The groupcache profile against vectors derived from Go groupcache's consistenthash algorithm
  * (tests/vectors/gen_groupcache.py re-states Map.Add and Map.Get line by line, with zlib's
  * CRC-32 for crc32.ChecksumIEEE, and writes groupcache.txt). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The jump profile: the paper's function on vectors (tests/vectors/jump.txt, with ClickHouse's
  * published values), its key hash, and what it answers where a point ring has more. */
 #define _POSIX_C_SOURCE 200809L

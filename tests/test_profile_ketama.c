@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The ketama profile against the real libmemcached (Debian's libmemcached-dev, 1.1.x): for many
  * random server sets and keys, memcached_generate_hash in weighted ketama mode and
  * rl_ring_lookup must name the same server, with no exception.

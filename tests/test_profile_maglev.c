@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The maglev profile: Envoy's own Maglev tables (tests/vectors/envoy_maglev.txt), the answers
  * the profile gives where a point ring has more (replicas, bounded loads, points), and balance
  * and disruption on Envoy's default table of 65537 entries. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The ring's API contract: argument checking, membership, replicas, zones, weights, stats. */
 #include "test_util.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The ds.09 test catalog (its section 4), in C, on the ds09 profile and on ringlane's default. */
 #include "test_util.h"
 

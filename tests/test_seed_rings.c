@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The seed rings, number for number: seed 003 (xmur3) and the turnstone reference design. */
 #include "test_util.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The published-snapshot holder: its contract, and readers racing a writer that publishes
  * thousands of rings (run under ThreadSanitizer; the ASan build's LeakSanitizer checks that
  * every replaced ring is freed). */

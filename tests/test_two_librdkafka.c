@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A program that links librdkafka in statically, as the default builds of the Node and Go
  * clients do, on a machine that also has the shared librdkafka.so.1 (which the plugin links).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Shared by the cmocka suites: cmocka's includes and small helpers. */
 #ifndef RINGLANE_TEST_UTIL_H
 #define RINGLANE_TEST_UTIL_H

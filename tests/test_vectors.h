@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Reading golden vector files: one record per line, '#' comments, blank lines ignored. */
 #ifndef RINGLANE_TEST_VECTORS_H
 #define RINGLANE_TEST_VECTORS_H

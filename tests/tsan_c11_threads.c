@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* C11 threads for ThreadSanitizer builds of programs that run librdkafka.
  *
  * Debian's librdkafka creates its threads with C11 thrd_create() and locks with mtx_* and

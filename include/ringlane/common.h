@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ringlane: definitions shared by every public header. */
 #ifndef RINGLANE_COMMON_H
 #define RINGLANE_COMMON_H

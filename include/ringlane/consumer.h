@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ringlane: the ordered Kafka consumer (library ringlane_consumer: librdkafka + the dispatcher).
  *
  * A consumer joins a consumer group, polls its partitions and hands each message to an ordered

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ringlane: the ordered dispatcher (library ringlane_dispatch, on libuv).
  *
  * A dispatcher is attached to a caller's uv_loop_t. It has N lanes; each lane is one FIFO queue

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ringlane: error codes.
  *
  * Every public function that can fail returns 0 on success or one of the negative RL_E* codes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ringlane: the hash functions rings are built from.
  *
  * All functions are pure, thread-safe and allocate nothing. `data` may be NULL only when `len`

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ringlane: a librdkafka partitioner that places keys on a consistent hash ring.
  *
  * The nodes of the ring are the partitions 0..partition_cnt-1 (member names "0", "1", ...,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ringlane: ring profiles.
  *
  * A profile fixes everything that decides where a key goes: the hash of vnode labels and keys,

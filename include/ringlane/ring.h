@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ringlane: the consistent hash ring.
  *
  * A ring is an immutable snapshot built from members (name, weight, optional zone) and a profile

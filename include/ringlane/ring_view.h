@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ringlane: an inlinable lookup view of a ring, for the hottest loops.
  *
  * rl_ring_lookup_hash() is a library call: on a small ring the call itself is most of its cost.

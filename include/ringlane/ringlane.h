@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ringlane: key routing that keeps order. The umbrella header of the core library. */
 #ifndef RINGLANE_H
 #define RINGLANE_H

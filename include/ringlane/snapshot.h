@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ringlane: a published-snapshot holder.
  *
  * One current ring that any number of threads look up in while writers publish new ones.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Hosts librdkafka's mock cluster for clients in other languages (tests/clients/, Python):
  *
  *   mock_cluster_host BROKERS TOPIC:PARTITIONS...

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """The plugin from Python: Debian's python3-confluent-kafka produces through
 ringlane_partitioner.so on librdkafka's mock cluster, and every delivered partition must be the
 one `ringlane route --partitions P` prints for the key (same profile, same vnodes). A bad pair

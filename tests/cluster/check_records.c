@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* check_records: the judge of the process-cluster test (process_cluster.sh). It shares no code
  * with the demo or the consumer: it reads the record files the processes wrote (their format is
  * described in examples/demo.h and restated here) and proves four things from them alone.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # check_records must be able to fail: a small run written by hand passes, and each fault put
 # into it (an event never handled, a key out of order, a commit past an unhandled event, a
 # duplicate with no kill to explain it, a record that is not what was produced, no kill at

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The demo cluster as processes, the topology of docker-compose.yml without Docker:
 # librdkafka's mock cluster in a process of its own (ringlane-demo --role cluster, 3 brokers on
 # 127.0.0.1), one producer process and three consumer processes of one group. While events

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Fuzz target: the CLI's parsers for node SPECs ("a,b=2,c"), --loads and --zones maps, and
  * numbers. A SPEC that parses must build a ring or be refused with a usage error; parsed
  * values must be in their documented ranges. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Fuzz target: the dispatcher driven by an operation stream — submit, add and remove lanes,
  * take and wait for tags, run the loop, failing handlers — then a close in either mode. It
  * checks the dispatcher's promises on every input: jobs of one key never run at once and run

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A reader over a fuzzer's bytes: each target turns them into API calls. */
 #ifndef RINGLANE_FUZZ_INPUT_H
 #define RINGLANE_FUZZ_INPUT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Fuzz target: the partitioner's property parser, directly (rl_kafka_partitioner_option_set)
  * and through the real plugin loaded by librdkafka (plugin.library.paths, then ringlane.*
  * properties through rd_kafka_conf_set). A property is accepted, or refused with a message

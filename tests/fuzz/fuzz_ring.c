@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Fuzz target: ring builds from arbitrary members, weights, zones, profiles and vnodes, then
  * lookups, replicas, zoned replicas, bounded placement with arbitrary loads, stats, add and
  * remove. Every result is checked against the API's promises; a broken promise aborts. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Writes the seed corpora in tests/fuzz/corpus/: a few well-formed inputs per target, so the
 fuzzers start from inputs that reach deep into the API. The byte layouts are those the targets
 read (see fuzz_ring.c and fuzz_cli_parsers.c)."""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Runs a fuzz target over files without libFuzzer: each argument is a file or a directory of
  * files (a corpus). Built with every compiler, so `make test` replays the corpora under the
  * normal, ASan and UBSan builds; the libFuzzer builds (`make fuzz`) search for new inputs. */

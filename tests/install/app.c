@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A program outside the project that uses every installed library, built against the install
  * tree by check_install.sh (pkg-config, then CMake's find_package, shared and static). It
  * checks that the layers agree: the partitioner's partition for a key is the ring's answer

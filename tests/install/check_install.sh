@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Installs a build into a scratch prefix and builds tests/install/app.c against it three ways:
 # pkg-config (shared libraries; --define-prefix, so the .pc files must be relocatable), CMake's
 # find_package(ringlane) with the shared targets, and with the static ones; each program runs.

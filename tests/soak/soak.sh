@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The soak, not run by CI. Two parts, SECONDS each:
 #
 # 1. The dispatcher's order checker (many keys, a hot key, random handler failures, a lane change

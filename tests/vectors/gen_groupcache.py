@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Writes tests/vectors/groupcache.txt from Go groupcache's consistenthash algorithm.
 
 No Go toolchain is needed: Map below follows consistenthash.go (golang/groupcache) statement

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Writes tests/vectors/jump.txt: jump consistent hash (Lamping & Veach 2014) of 64-bit keys.
 
 jump() is the paper's C++ function written in Python: the 64-bit LCG wraps modulo 2^64 and the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Writes tests/vectors/turnstone_tables.txt: full 65536-bucket tables of the turnstone
 reference design (docs/design/consistent-hash-ring.md of the turnstone seed), implemented here
 straight from its text: fnv1a_32, positions fnv1a_32(f"{node_id}:{i}") % 65536 for

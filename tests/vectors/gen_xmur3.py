@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Writes tests/vectors/xmur3.txt from seed 003's reference hash32 (copied verbatim below).
 
 Each line: <input bytes in hex> <TAB> <hash32 decimal> <TAB> <comment>. Inputs that are not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Argument parsing and reporting shared by the commands. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"

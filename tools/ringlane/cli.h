@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Shared pieces of the ringlane command-line tool. */
 #ifndef RINGLANE_CLI_H
 #define RINGLANE_CLI_H

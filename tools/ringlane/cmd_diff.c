@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ringlane diff: which keys move, and between which nodes, when membership changes. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ringlane table, stats, hash and profiles: looking at rings and hashes. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"

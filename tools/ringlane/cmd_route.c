@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ringlane route: the owner (or preference list, or bounded placement) of each key on stdin. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"

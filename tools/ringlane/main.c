@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ringlane: the command-line tool. Each command lives in its own cmd_*.c file. */
 #include "cli.h"
 
