@@ -263,6 +263,7 @@ static char *dup_str(const char *s)
 int rl_ring_build(const rl_member *members, size_t count, const rl_ring_options *opts,
                   rl_ring_t **out)
 {
+    rl_error_detail_clear();
     if (!out)
         return RL_EINVAL;
     *out = NULL;

@@ -51,6 +51,31 @@ RL_EXTERN const char *rl_strerror(int err);
 /* The symbol of err, e.g. "RL_EINVAL" ("RL_OK" for 0, "RL_UNKNOWN" otherwise). */
 RL_EXTERN const char *rl_err_name(int err);
 
+/* Why: the code says what kind of mistake, the detail says which. */
+#define RL_ERROR_DETAIL_MAX 512 /* bytes of a detail, the terminating NUL included */
+
+/* The detail of the last refusal on this thread by a function that says why: one line naming
+ * the argument or option, the value given and the reason, in the words of docs/errors.md, e.g.
+ * "lane_capacity 0: a lane must hold at least one job". "" when the last such call succeeded,
+ * or none was made. Each function that says why clears it when it starts, so the text is about
+ * the latest call; it stays until the next one on this thread. Thread-local: calls on other
+ * threads never change it. The functions that say why are listed in docs/errors.md. Never NULL. */
+RL_EXTERN const char *rl_last_error_detail(void);
+
+/* Records the detail rl_last_error_detail() gives on this thread (printf format; cut, still
+ * terminated, at RL_ERROR_DETAIL_MAX - 1 bytes) and returns err, so a refusal reads
+ * `return rl_error_detail_set(RL_EINVAL, "lanes NULL with lane_count %zu", n);`.
+ * For ringlane's own layers and for libraries built on ringlane that want their refusals read
+ * the same way. */
+RL_EXTERN int rl_error_detail_set(int err, const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Clears this thread's detail (rl_last_error_detail() answers ""). */
+RL_EXTERN void rl_error_detail_clear(void);
+
 #ifdef __cplusplus
 }
 #endif
