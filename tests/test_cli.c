@@ -461,6 +461,13 @@ static void bad_arguments(void **state)
         "route --profile maglev --nodes a --replicas 2",
         "route --profile jump --nodes a --bounded 1.5",
         "route --profile jump --nodes a=2",
+        "route --profile jump --vnodes 50 --nodes a",
+        "route --profile jump --vnodes 1 --partitions 3",
+        "route --profile maglev --vnodes 1 --nodes a",
+        "route --profile ketama --vnodes 4 --nodes a",
+        "route --profile envoy --vnodes 8388609 --nodes a",
+        "stats --profile jump --vnodes 2 --nodes a",
+        "diff --profile jump --vnodes 50 --from a --to a,b",
         "route --profile maglev --vnodes 8 --nodes a",
         "route --profile ketama --nodes a:x",
         "stats --profile jump --nodes a",
@@ -470,6 +477,52 @@ static void bad_arguments(void **state)
         if (r.status != 2 || count_lines(r.err) != 1 || r.out_len != 0)
             fail_msg("'ringlane %s': status %d, stderr '%s', stdout '%s'", bad[i], r.status, r.err,
                      r.out);
+        run_free(&r);
+    }
+}
+
+/* --vnodes is checked by the profile's own rule (rl_profile_explain_vnodes, as rl_ring_build and
+ * the Kafka plugin check it), and the message quotes that profile's range, not the widest. */
+static void vnodes_messages_name_the_profiles_range(void **state)
+{
+    (void)state;
+    const struct {
+        const char *args, *says;
+    } cases[] = {
+        {"route --nodes a --vnodes 0",
+         "ringlane route: --vnodes: profile default takes 1..65536 vnodes, got 0\n"},
+        {"route --partitions 3 --vnodes 65537",
+         "ringlane route: --vnodes: profile balanced takes 1..65536 vnodes, got 65537\n"},
+        {"route --nodes a --vnodes -3",
+         "ringlane route: --vnodes: profile default takes 1..65536 vnodes, got '-3'\n"},
+        {"route --profile jump --nodes a --vnodes 50",
+         "ringlane route: --vnodes: profile jump has no vnodes (it computes each key's bucket "
+         "from the member count), got 50\n"},
+        {"stats --profile maglev --nodes a --vnodes 1000",
+         "ringlane stats: --vnodes: profile maglev takes a prime 2..5000011 (its table size), "
+         "got 1000\n"},
+        {"diff --profile ketama --vnodes 4 --from a --to b",
+         "ringlane diff: --vnodes: profile ketama takes 5..65536 vnodes (points per server at "
+         "equal weights: vnodes / 4 labels, none below 5), got 4\n"},
+        {"route --profile envoy --nodes a --vnodes 8388609",
+         "ringlane route: --vnodes: profile envoy takes 1..8388608 vnodes (its "
+         "minimum_ring_size), got 8388609\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        run_result r = run(cases[i].args, "k\n");
+        assert_int_equal(r.status, 2);
+        assert_string_equal(r.err, cases[i].says);
+        run_free(&r);
+    }
+    /* What each takes is taken: the boundaries, and jump with no --vnodes. */
+    const char *good[] = {
+        "route --nodes a --vnodes 65536", "route --profile ketama --nodes a --vnodes 5",
+        "route --profile maglev --nodes a --vnodes 2",
+        "route --profile maglev --nodes a --vnodes 5000011", "route --profile jump --nodes a,b"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        run_result r = run(good[i], "k\n");
+        if (r.status != 0)
+            fail_msg("'ringlane %s': status %d, stderr '%s'", good[i], r.status, r.err);
         run_free(&r);
     }
 }
@@ -508,6 +561,7 @@ int main(void)
         cmocka_unit_test(table_and_stats),
         cmocka_unit_test(hash_command),
         cmocka_unit_test(bad_arguments),
+        cmocka_unit_test(vnodes_messages_name_the_profiles_range),
         cmocka_unit_test(help_everywhere),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);

@@ -141,32 +141,29 @@ int cli_check_profile(const char *cmd, const char *profile)
     return 0;
 }
 
-/* The largest vnodes any profile takes (maglev's table size); each profile checks its own. */
-static uint32_t largest_vnodes(void)
-{
-    uint32_t max = RL_VNODES_MAX;
-    for (size_t i = 0; i < rl_profile_count(); i++)
-        if (rl_profile_at(i)->max_vnodes > max)
-            max = rl_profile_at(i)->max_vnodes;
-    return max;
-}
-
-int cli_parse_vnodes(const char *cmd, const char *text, uint32_t *out)
+int cli_parse_vnodes(const char *cmd, const char *profile, const char *text, uint32_t *out)
 {
     unsigned long long v;
     if (!text) {
         *out = RL_VNODES_PROFILE;
         return 0;
     }
-    if (cli_parse_u64(text, 1, largest_vnodes(), &v) != 0)
-        return cli_usage_error(cmd, "--vnodes: expected an integer 1..%u, got '%s'",
-                               largest_vnodes(), text);
+    /* The profile's own rule, the one rl_ring_build and the Kafka plugin apply, and its words:
+     * "--vnodes: profile default takes 1..65536 vnodes, got 0" (got '-3' for what is no
+     * number). */
+    char why[160];
+    if (cli_parse_u64(text, 0, RL_VNODES_PROFILE - 1, &v) != 0) {
+        rl_profile_explain_vnodes(profile, 0, why, sizeof why);
+        return cli_usage_error(cmd, "--vnodes: %s, got '%s'", why, text);
+    }
+    if (rl_profile_explain_vnodes(profile, (uint32_t)v, why, sizeof why) != 0)
+        return cli_usage_error(cmd, "--vnodes: %s, got %llu", why, v);
     *out = (uint32_t)v;
     return 0;
 }
 
 /* Why a profile refused to build: a line that names what to change. */
-static int build_error(const char *cmd, const char *profile, uint32_t vnodes, int rc)
+static int build_error(const char *cmd, const char *profile, int rc)
 {
     const rl_profile_info *p = rl_profile_find(profile ? profile : "default");
     if (rc == RL_ETOOBIG)
@@ -174,13 +171,8 @@ static int build_error(const char *cmd, const char *profile, uint32_t vnodes, in
                                "the ring would have more than %u points: lower --vnodes or "
                                "the weights",
                                RL_POINTS_MAX);
-    if (rc == RL_EVNODES && strcmp(p->name, "maglev") == 0)
-        return cli_usage_error(cmd,
-                               "--vnodes: maglev's table size must be a prime up to %u, got %u",
-                               p->max_vnodes, vnodes);
-    if (rc == RL_EVNODES)
-        return cli_usage_error(cmd, "--vnodes: profile %s takes 1..%u, got %u", p->name,
-                               p->max_vnodes, vnodes);
+    if (rc == RL_EVNODES) /* cli_parse_vnodes said it first; the library's words otherwise */
+        return cli_usage_error(cmd, "--%s", rl_last_error_detail());
     if (rc == RL_ENAME && strcmp(p->name, "ketama") == 0)
         return cli_usage_error(cmd, "ketama members are HOST or HOST:PORT with a port 1..65535");
     if (rc == RL_EWEIGHT && strcmp(p->name, "jump") == 0)
@@ -197,7 +189,7 @@ int cli_build_ring(const char *cmd, const char *profile, uint32_t vnodes, const 
     o.vnodes = vnodes;
     int rc = rl_ring_build(spec->members, spec->count, &o, out);
     if (rc)
-        return build_error(cmd, profile, vnodes, rc), rc;
+        return build_error(cmd, profile, rc), rc;
     return 0;
 }
 

@@ -47,8 +47,9 @@ int cli_parse_map(const char *cmd, const char *option, const char *text, const r
 int cli_build_ring(const char *cmd, const char *profile, uint32_t vnodes, const cli_spec *spec,
                    rl_ring_t **out);
 
-/* Parses --vnodes V (or RL_VNODES_PROFILE when text is NULL). */
-int cli_parse_vnodes(const char *cmd, const char *text, uint32_t *out);
+/* Parses --vnodes V for the profile (NULL: "default"; checked before) by the profile's rule
+ * (rl_profile_explain_vnodes), or gives RL_VNODES_PROFILE when text is NULL. */
+int cli_parse_vnodes(const char *cmd, const char *profile, const char *text, uint32_t *out);
 
 /* Checks --profile P names a known profile (NULL is "default"). */
 int cli_check_profile(const char *cmd, const char *profile);

@@ -167,11 +167,11 @@ int cmd_diff(int argc, char **argv)
     int nrest, rc = cli_parse_opts(cmd, argc, argv, opts, NULL, &nrest);
     if (rc)
         return rc;
-    uint32_t vnodes;
+    uint32_t vnodes = RL_VNODES_PROFILE;
     if (is_profile_list(profile) && vnodes_s)
         return cli_usage_error(cmd, "--vnodes: not with several profiles (each uses its own)");
     if ((!is_profile_list(profile) && (rc = cli_check_profile(cmd, profile))) ||
-        (rc = cli_parse_vnodes(cmd, vnodes_s, &vnodes)))
+        (!is_profile_list(profile) && (rc = cli_parse_vnodes(cmd, profile, vnodes_s, &vnodes))))
         return rc;
     if (!from_s || !to_s)
         return cli_usage_error(cmd, "both --from SPEC and --to SPEC are required");

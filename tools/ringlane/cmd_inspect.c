@@ -44,7 +44,7 @@ static int ring_from_args(const char *cmd, int argc, char **argv, cli_spec *spec
     int nrest, rc = cli_parse_opts(cmd, argc, argv, opts, NULL, &nrest);
     uint32_t vnodes;
     if (rc || (rc = cli_check_profile(cmd, profile)) ||
-        (rc = cli_parse_vnodes(cmd, vnodes_s, &vnodes)))
+        (rc = cli_parse_vnodes(cmd, profile, vnodes_s, &vnodes)))
         return rc;
     if (!nodes_s)
         return cli_usage_error(cmd, "--nodes SPEC is required");

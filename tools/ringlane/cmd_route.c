@@ -20,7 +20,8 @@ static const char usage[] =
     "  --profile P      ring profile (ringlane profiles lists them; default: default, and\n"
     "                   balanced with --partitions, as the Kafka partitioner);\n"
     "                   maglev and jump take neither --replicas nor --bounded\n"
-    "  --vnodes V       vnodes per unit of weight (default: the profile's)\n"
+    "  --vnodes V       vnodes per unit of weight (default: the profile's; each profile\n"
+    "                   takes its own range, jump none)\n"
     "  --partitions N   the nodes are the partitions 0..N-1, in order: the ring of the Kafka\n"
     "                   partitioner (profile default: balanced; --profile default gives\n"
     "                   ringlane 0.1's placement)\n"
@@ -79,7 +80,8 @@ int cmd_route(int argc, char **argv)
     uint32_t vnodes;
     if (partitions_s && !profile)
         profile = PARTITIONS_PROFILE;
-    if ((rc = cli_check_profile(cmd, profile)) || (rc = cli_parse_vnodes(cmd, vnodes_s, &vnodes)))
+    if ((rc = cli_check_profile(cmd, profile)) ||
+        (rc = cli_parse_vnodes(cmd, profile, vnodes_s, &vnodes)))
         return rc;
     if (!nodes_s == !partitions_s)
         return cli_usage_error(cmd, "give exactly one of --nodes SPEC and --partitions N");
