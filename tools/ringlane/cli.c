@@ -121,6 +121,24 @@ int cli_parse_spec(const char *cmd, const char *option, const char *text, cli_sp
     return 0;
 }
 
+int cli_partition_spec(const char *cmd, unsigned long long n, cli_spec *out)
+{
+    memset(out, 0, sizeof *out);
+    out->buf = malloc(n * 8 + 1); /* up to 6 digits and a NUL each */
+    out->members = calloc(n ? n : 1, sizeof *out->members);
+    if (!out->buf || !out->members) {
+        cli_spec_free(out);
+        return cli_usage_error(cmd, "out of memory");
+    }
+    char *at = out->buf;
+    for (unsigned long long i = 0; i < n; i++) {
+        out->members[i] = (rl_member){.name = at, .weight = 1};
+        at += sprintf(at, "%llu", i) + 1;
+    }
+    out->count = n;
+    return 0;
+}
+
 void cli_spec_free(cli_spec *spec)
 {
     free(spec->buf);
@@ -162,22 +180,25 @@ int cli_parse_vnodes(const char *cmd, const char *profile, const char *text, uin
     return 0;
 }
 
-/* Why a profile refused to build: a line that names what to change. */
-static int build_error(const char *cmd, const char *profile, int rc)
+const char *cli_build_why(const char *profile, int rc, char *buf, size_t size)
 {
     const rl_profile_info *p = rl_profile_find(profile ? profile : "default");
+    const char *detail = rl_last_error_detail(); /* rl_ring_build's own words, when it has some */
     if (rc == RL_ETOOBIG)
-        return cli_usage_error(cmd,
-                               "the ring would have more than %u points: lower --vnodes or "
-                               "the weights",
-                               RL_POINTS_MAX);
-    if (rc == RL_EVNODES) /* cli_parse_vnodes said it first; the library's words otherwise */
-        return cli_usage_error(cmd, "--%s", rl_last_error_detail());
-    if (rc == RL_ENAME && strcmp(p->name, "ketama") == 0)
-        return cli_usage_error(cmd, "ketama members are HOST or HOST:PORT with a port 1..65535");
-    if (rc == RL_EWEIGHT && strcmp(p->name, "jump") == 0)
-        return cli_usage_error(cmd, "jump buckets take no weights (every bucket is one)");
-    return cli_usage_error(cmd, "cannot build the ring: %s", rl_strerror(rc));
+        snprintf(buf, size,
+                 "the ring would have more than %u points: lower --vnodes or the weights",
+                 RL_POINTS_MAX);
+    else if (rc == RL_EVNODES && *detail) /* cli_parse_vnodes says it first, in these words */
+        snprintf(buf, size, "--%s", detail);
+    else if (*detail)
+        snprintf(buf, size, "%s", detail);
+    else if (rc == RL_ENAME && p && strcmp(p->name, "ketama") == 0)
+        snprintf(buf, size, "ketama members are HOST or HOST:PORT with a port 1..65535");
+    else if (rc == RL_EWEIGHT && p) /* SPECs hold 1..RL_WEIGHT_MAX: the profile takes only 1 */
+        snprintf(buf, size, "profile %s takes no weights (every member counts as one)", p->name);
+    else
+        snprintf(buf, size, "cannot build the ring: %s", rl_strerror(rc));
+    return buf;
 }
 
 int cli_build_ring(const char *cmd, const char *profile, uint32_t vnodes, const cli_spec *spec,
@@ -187,9 +208,10 @@ int cli_build_ring(const char *cmd, const char *profile, uint32_t vnodes, const 
     rl_ring_options_init(&o);
     o.profile = profile;
     o.vnodes = vnodes;
+    char why[RL_ERROR_DETAIL_MAX + 64];
     int rc = rl_ring_build(spec->members, spec->count, &o, out);
     if (rc)
-        return build_error(cmd, profile, rc), rc;
+        return cli_usage_error(cmd, "%s", cli_build_why(profile, rc, why, sizeof why)), rc;
     return 0;
 }
 
