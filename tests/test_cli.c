@@ -858,6 +858,109 @@ static void json_output(void **state)
     run_free(&r);
 }
 
+/* The directory of the CLI's sources (the man page, the completion). */
+static const char *source_dir(void)
+{
+    const char *dir = getenv("RINGLANE_CLI_SOURCE");
+    assert_non_null(dir);
+    return dir;
+}
+
+/* ringlane.1 formats without a warning, and it and the bash completion know every option each
+ * command's --help lists. */
+static void man_page_and_completion_know_every_option(void **state)
+{
+    (void)state;
+    char path[4096], cmd[8300];
+    snprintf(path, sizeof path, "%s/ringlane.1", source_dir());
+    char *man = slurp(path, NULL);
+    snprintf(path, sizeof path, "%s/ringlane.bash", source_dir());
+    char *completion = slurp(path, NULL);
+    const char *commands[] = {"route", "diff", "table", "stats", "hash", "profiles"};
+    for (size_t c = 0; c < sizeof commands / sizeof *commands; c++) {
+        char args[64], troff[64];
+        snprintf(troff, sizeof troff, ".B %s", commands[c]);
+        if (!strstr(man, troff))
+            fail_msg("ringlane.1 has no \"%s\"", troff);
+        if (!strstr(completion, commands[c]))
+            fail_msg("ringlane.bash does not complete %s", commands[c]);
+        snprintf(args, sizeof args, "%s --help", commands[c]);
+        run_result r = run(args, "");
+        for (const char *p = strstr(r.out, "--"); p; p = strstr(p + 2, "--")) {
+            char opt[32], in_man[40];
+            size_t n = strspn(p + 2, "abcdefghijklmnopqrstuvwxyz");
+            if (n == 0 || n > 20)
+                continue;
+            snprintf(opt, sizeof opt, "--%.*s", (int)n, p + 2);
+            snprintf(in_man, sizeof in_man, "\\-\\-%.*s", (int)n, p + 2);
+            if (!strstr(man, in_man))
+                fail_msg("ringlane.1 does not document %s of %s", opt, commands[c]);
+            char word[40];
+            snprintf(word, sizeof word, "%s ", opt);
+            if (strstr(completion, word) == NULL) {
+                snprintf(word, sizeof word, "%s\"", opt);
+                if (!strstr(completion, word))
+                    fail_msg("ringlane.bash does not complete %s of %s", opt, commands[c]);
+            }
+        }
+        run_free(&r);
+    }
+    free(man);
+    free(completion);
+
+    if (!have("groff"))
+        skip(); /* scripts/install-deps.sh installs groff-base */
+    char *said = NULL;
+    snprintf(cmd, sizeof cmd, "groff -man -Tutf8 -ww -z '%s/ringlane.1'", source_dir());
+    assert_int_equal(pipe_through(cmd, "", &said), 0);
+    assert_string_equal(said, ""); /* no warning */
+    free(said);
+}
+
+/* The bash completion, sourced in bash: COMP_WORDS and COMP_CWORD in, COMPREPLY out. */
+static void bash_completion(void **state)
+{
+    (void)state;
+    if (!have("bash"))
+        skip();
+    const char *cli = getenv("RINGLANE_CLI");
+    const struct {
+        const char *words, *want; /* the line, its last word the one completed */
+    } cases[] = {
+        {"ro", "route"},
+        {"p", "profiles"},
+        {"route --pr", "--profile"},
+        {"route --profile ma", "maglev"},
+        {"route --profile = ba", "balanced"}, /* --profile=ba: bash splits at "=" */
+        {"route --nodes a,b --j", "--json"},
+        {"diff --profile a", "all"},
+        {"diff --pa", "--partitions"},
+        {"hash --hash xx", "xxh3 xxh64"},
+        {"stats --", "--help --json --nodes --profile --vnodes"},
+        {"profiles j", "jump"},
+        {"profiles --l", "--long"},
+        {"route --vnodes \"\"", ""},
+        {"table --j", ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char cmd[8192], *got = NULL;
+        snprintf(cmd, sizeof cmd,
+                 "bash --norc --noprofile -c '. \"$0\"; COMP_WORDS=(\"$1\" %s); "
+                 "COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _ringlane; "
+                 "printf \"%%s\\n\" \"${COMPREPLY[@]}\" | sort | paste -sd \" \"' "
+                 "'%s/ringlane.bash' '%s'",
+                 cases[i].words, source_dir(), cli);
+        assert_int_equal(pipe_through(cmd, "", &got), 0);
+        size_t n = strlen(got);
+        if (n && got[n - 1] == '\n')
+            got[n - 1] = 0;
+        if (strcmp(got, cases[i].want) != 0)
+            fail_msg("completing 'ringlane %s': got '%s', want '%s'", cases[i].words, got,
+                     cases[i].want);
+        free(got);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -879,6 +982,8 @@ int main(void)
         cmocka_unit_test(help_everywhere),
         cmocka_unit_test(profiles_readable),
         cmocka_unit_test(json_output),
+        cmocka_unit_test(man_page_and_completion_know_every_option),
+        cmocka_unit_test(bash_completion),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }
