@@ -4,6 +4,7 @@
 #include "ringlane/error.h"
 #include "ringlane/hash.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static uint64_t label_xxh3(const void *d, size_t n)
@@ -141,14 +142,42 @@ const rl_profile_info *rl_profile_find(const char *name)
     return p ? &p->info : NULL;
 }
 
-int rl_profile_check_vnodes(const char *name, uint32_t vnodes)
+/* The rule of profile p for vnodes, in the words every layer quotes. */
+static void vnodes_rule(const rl__profile *p, char *why, size_t size)
 {
+    const rl_profile_info *i = &p->info;
+    const char *means = p->vnodes_means;
+    if (i->max_vnodes == 0)
+        snprintf(why, size, "profile %s has no vnodes (%s)", i->name,
+                 means ? means : "it takes none");
+    else
+        snprintf(why, size, "profile %s takes %s%u..%u%s%s%s%s", i->name,
+                 p->vnodes_prime ? "a prime " : "", i->min_vnodes, i->max_vnodes,
+                 p->vnodes_prime ? "" : " vnodes", means ? " (" : "", means ? means : "",
+                 means ? ")" : "");
+}
+
+int rl_profile_explain_vnodes(const char *name, uint32_t vnodes, char *why, size_t size)
+{
+    if (!why)
+        size = 0;
     const rl__profile *p = rl__profile_find(name);
-    if (!p)
+    if (!p) {
+        if (size)
+            snprintf(why, size, "unknown profile \"%s\"", name);
         return RL_EPROFILE;
-    if (vnodes == RL_VNODES_PROFILE)
-        vnodes = p->info.default_vnodes;
-    if (vnodes < p->info.min_vnodes || vnodes < 1 || vnodes > p->info.max_vnodes)
+    }
+    if (size)
+        vnodes_rule(p, why, size);
+    if (vnodes == RL_VNODES_PROFILE) /* not set: the profile's default, jump's none */
+        return 0;
+    if (p->info.max_vnodes == 0 || vnodes < p->info.min_vnodes || vnodes < 1 ||
+        vnodes > p->info.max_vnodes)
         return RL_EVNODES;
     return p->check_vnodes ? p->check_vnodes(vnodes) : 0;
+}
+
+int rl_profile_check_vnodes(const char *name, uint32_t vnodes)
+{
+    return rl_profile_explain_vnodes(name, vnodes, NULL, 0);
 }

@@ -92,4 +92,5 @@ const rl__profile rl__profile_envoy = {
     .label_hash = label_xxh64,
     .emit = emit_envoy,
     .count = count_envoy,
+    .vnodes_means = "its minimum_ring_size",
 };

@@ -38,19 +38,20 @@ const rl__profile rl__profile_jump = {
     .info = {.name = "jump",
              .hash = "xxh3-64 (libxxhash) of the key",
              .labels = "no points: buckets 0..n-1 are the members in order; weights must be 1; "
-                       "vnodes unused",
+                       "no vnodes",
              .rule = "jump consistent hash (Lamping & Veach); replicas and bounded loads not "
                      "supported",
              .compatible = "the paper's JumpConsistentHash (as ClickHouse's jumpConsistentHash) "
                            "applied to the key's xxh3-64",
-             .default_vnodes = 1,
+             .default_vnodes = 0, /* none: min and max 0 say it takes none */
              .bits = 64,
-             .max_vnodes = RL_VNODES_MAX,
-             .min_vnodes = 1,
+             .max_vnodes = 0,
+             .min_vnodes = 0,
              .kind = "computed"},
     .successor = RL__SUCC_GE,
     .tie = RL__TIE_NAME,
     .label_hash = label_xxh3,
     .build = build_jump,
     .lookup_hash = lookup_jump,
+    .vnodes_means = "it computes each key's bucket from the member count",
 };

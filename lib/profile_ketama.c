@@ -138,4 +138,5 @@ const rl__profile rl__profile_ketama = {
     .label_hash = label_md5,
     .emit = emit_ketama,
     .count = count_ketama,
+    .vnodes_means = "points per server at equal weights: vnodes / 4 labels, none below 5",
 };

@@ -111,7 +111,7 @@ const rl__profile rl__profile_maglev = {
              .default_vnodes = MAGLEV_DEFAULT_TABLE,
              .bits = 64,
              .max_vnodes = MAGLEV_MAX_TABLE,
-             .min_vnodes = 1,
+             .min_vnodes = 2, /* the smallest prime */
              .kind = "table"},
     .successor = RL__SUCC_GE,
     .tie = RL__TIE_NAME,
@@ -119,4 +119,6 @@ const rl__profile rl__profile_maglev = {
     .build = build_maglev,
     .lookup_hash = lookup_maglev,
     .check_vnodes = check_table_size,
+    .vnodes_means = "its table size",
+    .vnodes_prime = 1,
 };

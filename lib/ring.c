@@ -277,11 +277,12 @@ int rl_ring_build(const rl_member *members, size_t count, const rl_ring_options 
     const rl__profile *profile = rl__profile_find(opts->profile);
     if (!profile)
         return RL_EPROFILE;
+    char why[160];
+    int vrc = rl_profile_explain_vnodes(profile->info.name, opts->vnodes, why, sizeof why);
+    if (vrc)
+        return rl_error_detail_set(vrc, "vnodes: %s, got %u", why, opts->vnodes);
     uint32_t vnodes =
         opts->vnodes == RL_VNODES_PROFILE ? profile->info.default_vnodes : opts->vnodes;
-    int vrc = rl_profile_check_vnodes(profile->info.name, vnodes);
-    if (vrc)
-        return vrc;
     if (count > RL_MEMBERS_MAX)
         return RL_ETOOBIG;
 
@@ -353,8 +354,9 @@ static rl_member *members_of(const rl_ring_t *r)
 
 static int rebuild(const rl_ring_t *r, const rl_member *m, size_t count, rl_ring_t **out)
 {
+    /* A profile without vnodes (jump) takes none given, not even its 0. */
     rl_ring_options opts = {.profile = r->profile->info.name,
-                            .vnodes = r->vnodes,
+                            .vnodes = r->profile->info.max_vnodes ? r->vnodes : RL_VNODES_PROFILE,
                             .hash = r->hash,
                             .hash_ctx = r->hash_ctx};
     return rl_ring_build(m, count, &opts, out);

@@ -69,6 +69,10 @@ typedef struct rl__profile {
     /* Refuses vnodes the profile cannot build with beyond min/max_vnodes (maglev: not a prime);
      * NULL when the range is all. */
     int (*check_vnodes)(uint32_t vnodes);
+    /* What vnodes means for the profile when it is not points per unit of weight, said in
+     * rl_profile_explain_vnodes' words (maglev: "its table size"); NULL otherwise. */
+    const char *vnodes_means;
+    int vnodes_prime; /* vnodes must be a prime (check_vnodes checks it): said in the rule */
 } rl__profile;
 
 const rl__profile *rl__profile_find(const char *name);

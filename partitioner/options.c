@@ -19,26 +19,17 @@ void rl_kafka_partitioner_options_init(rl_kafka_partitioner_options *opts)
     opts->skip_unavailable = 0;
 }
 
-/* Why profile `info` cannot take these options, into why (0 when it can): the vnodes range of
- * the profile (the CLI's, from rl_profile_check_vnodes), vnodes given to jump (which has none),
- * skip.unavailable with a profile that has no clockwise order. */
+/* Why profile `info` cannot take these options, into why (0 when it can): vnodes the profile
+ * does not take (the one rule of rl_profile_explain_vnodes, which rl_ring_build and the CLI
+ * ask too: jump takes none, maglev a prime, ...), skip.unavailable with a profile that has no
+ * clockwise order. */
 static int combination(const rl_profile_info *info, uint32_t vnodes, int skip, char *why,
                        size_t size)
 {
-    int rc = 0;
-    if (vnodes != RL_VNODES_PROFILE && strcmp(info->kind, "computed") == 0) {
-        rc = RL_EVNODES;
-        snprintf(why, size, "profile %s has no vnodes (its buckets are the partitions)",
-                 info->name);
-    } else if (vnodes != RL_VNODES_PROFILE && rl_profile_check_vnodes(info->name, vnodes) != 0) {
-        rc = RL_EVNODES;
-        if (strcmp(info->kind, "table") == 0)
-            snprintf(why, size, "profile %s takes a prime %u..%u (its table size), got %u",
-                     info->name, info->min_vnodes > 2 ? info->min_vnodes : 2, info->max_vnodes,
-                     vnodes);
-        else
-            snprintf(why, size, "profile %s takes %u..%u vnodes per partition, got %u", info->name,
-                     info->min_vnodes, info->max_vnodes, vnodes);
+    char rule[160];
+    int rc = rl_profile_explain_vnodes(info->name, vnodes, rule, sizeof rule);
+    if (rc) {
+        snprintf(why, size, "%s, got %u", rule, vnodes);
     } else if (skip && strcmp(info->kind, "ring") != 0) {
         rc = RL_ENOTSUP;
         snprintf(why, size,
@@ -67,10 +58,6 @@ int rl__kafka_options_explain(const rl_kafka_partitioner_options *opts,
         return RL_EPROFILE;
     }
     o.profile = info->name;
-    if (o.vnodes != RL_VNODES_PROFILE && (o.vnodes < 1 || o.vnodes > RL_KAFKA_VNODES_MAX)) {
-        snprintf(why, size, "vnodes %u is outside 1..%u", o.vnodes, RL_KAFKA_VNODES_MAX);
-        return RL_EVNODES;
-    }
     int rc = combination(info, o.vnodes, o.skip_unavailable, why, size);
     if (rc)
         return rc;
@@ -185,16 +172,23 @@ int rl_kafka_partitioner_option_set(rl_kafka_partitioner_options *opts, const ch
             opts->vnodes = defaults.vnodes;
             return 0;
         }
-        if (parse_uint(value, 1, RL_KAFKA_VNODES_MAX, &v) != 0) {
-            say(errstr, errstr_size,
-                "%s: expected an integer 1..%u (vnodes per partition; each profile takes its "
-                "own range), got \"%s\"",
-                name, RL_KAFKA_VNODES_MAX, value);
+        /* With a profile set, any number is checked by the profile's rule now (its range in the
+         * message, not the widest); without one, what no profile takes is refused here and the
+         * rest when the partitioner is made (a profile may still follow, in any order). */
+        char why[256];
+        if (parse_uint(value, opts->profile ? 0 : 1,
+                       opts->profile ? RL_VNODES_PROFILE - 1 : RL_KAFKA_VNODES_MAX, &v) != 0) {
+            if (opts->profile) {
+                rl_profile_explain_vnodes(opts->profile, 0, why, sizeof why);
+                say(errstr, errstr_size, "%s: %s, got \"%s\"", name, why, value);
+            } else {
+                say(errstr, errstr_size,
+                    "%s: expected an integer 1..%u (vnodes per partition; each profile takes "
+                    "its own range), got \"%s\"",
+                    name, RL_KAFKA_VNODES_MAX, value);
+            }
             return RL_ERANGE;
         }
-        /* With a profile set, the pair is checked now; without one, when the partitioner is
-         * made (a profile may still follow, in any order). */
-        char why[256];
         int rc = opts->profile ? combination(rl_profile_find(opts->profile), (uint32_t)v,
                                              opts->skip_unavailable, why, sizeof why)
                                : 0;

@@ -19,7 +19,7 @@ sources() {
         git -C "$1" ls-files
     else
         (cd "$1" && find . -type f ! -path './build*' ! -path './.git/*' | sed 's|^\./||')
-    fi | grep -E '\.(c|h|sh|py|cmake|in|map|yml)$|(^|/)(CMakeLists\.txt|Makefile|Dockerfile|run)$' |
+    fi | grep -E '\.(c|h|sh|bash|1|py|cmake|in|map|yml)$|(^|/)(CMakeLists\.txt|Makefile|Dockerfile|run)$' |
         grep -vE '^tests/(vectors/.*\.txt|fuzz/corpus/.*)$'
 }
 

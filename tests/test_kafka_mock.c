@@ -743,7 +743,8 @@ static void plugin_refuses_pairs(void **state)
         {"ringlane.vnodes", "1000", "ringlane.profile", "maglev",
          "ringlane.profile: \"maglev\" does not go with vnodes 1000: profile maglev takes a prime"},
         {"ringlane.profile", "ketama", "ringlane.vnodes", "3",
-         "ringlane.vnodes: profile ketama takes 5..65536 vnodes per partition, got 3"},
+         "ringlane.vnodes: profile ketama takes 5..65536 vnodes (points per server at equal "
+         "weights: vnodes / 4 labels, none below 5), got 3"},
         {"ringlane.profile", "jump", "ringlane.vnodes", "100",
          "ringlane.vnodes: profile jump has no vnodes"},
         {"ringlane.profile", "jump", "ringlane.skip.unavailable", "true",
@@ -784,7 +785,7 @@ static void plugin_refuses_pairs(void **state)
     rd_kafka_t *rk = new_producer(conf);
     pthread_mutex_lock(&plugin_log_lock);
     if (!strstr(plugin_log, "ringlane.vnodes=100003 without a ringlane.profile that takes it: "
-                            "profile balanced takes 1..65536 vnodes per partition"))
+                            "profile balanced takes 1..65536 vnodes, got"))
         fail_msg("rd_kafka_new logged \"%s\"", plugin_log);
     pthread_mutex_unlock(&plugin_log_lock);
     memset(r.d, 0, r.n * sizeof *r.d);

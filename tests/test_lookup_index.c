@@ -155,6 +155,8 @@ static void check_profile(const rl_profile_info *info, uint64_t *seed)
         rl_ring_options_init(&o);
         o.profile = info->name;
         o.vnodes = 1 + (uint32_t)(test_rand(seed) % (round < 8 ? 3 : 80));
+        if (info->max_vnodes == 0) /* a profile without vnodes (jump) takes none given */
+            o.vnodes = RL_VNODES_PROFILE;
         crowd c = {.kind = round % 5 - 1,
                    .mask = info->bits == 64 ? UINT64_MAX : (UINT64_C(1) << info->bits) - 1};
         if (c.kind >= 0) {
@@ -244,7 +246,8 @@ static void replicas_start_at_plain_successor(void **state)
     const char *names[] = {"a", "b", "c", "d", "e", "f", "g"};
     uint64_t seed = 9;
     for (size_t p = 0; p < rl_profile_count(); p++) {
-        rl_ring_t *r = test_ring(rl_profile_at(p)->name, 5, names, 7);
+        const rl_profile_info *info = rl_profile_at(p);
+        rl_ring_t *r = test_ring(info->name, info->max_vnodes ? 5 : RL_VNODES_PROFILE, names, 7);
         ref_ring ref;
         if (ref_load(r, &ref) != 0) {
             rl_ring_free(r);

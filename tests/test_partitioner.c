@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static rl_kafka_partitioner_t *make(const char *profile, uint32_t vnodes)
@@ -159,6 +160,98 @@ static void same_as_cli(void **state)
         rl_kafka_partitioner_destroy(p);
     }
     unlink(path);
+}
+
+/* Runs the CLI's `route --partitions 1` with this profile and vnodes (NULL: not given) on one
+ * key; returns its exit status, its stderr in err. */
+static int cli_route_status(const char *cli, const char *profile, const char *vnodes, char *err,
+                            size_t size)
+{
+    char path[4096], cmd[9000];
+    int fd = temp_file(path, sizeof path, "cli-stderr");
+    close(fd);
+    char vn[64] = "";
+    if (vnodes)
+        snprintf(vn, sizeof vn, "--vnodes %s ", vnodes);
+    snprintf(cmd, sizeof cmd,
+             "echo 00ff | '%s' route --profile %s %s--partitions 1 >/dev/null 2>'%s'", cli, profile,
+             vn, path);
+    int status = system(cmd);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(err, 1, size - 1, f);
+    err[n] = 0;
+    fclose(f);
+    unlink(path);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* One rule for profile and vnodes: rl_ring_build, the partitioner's options (the plugin's
+ * properties) and the CLI take the same pairs and refuse the others with the same words, those
+ * of rl_profile_explain_vnodes, at every boundary. jump takes no vnodes anywhere (the CLI took
+ * --vnodes 50 before), and every profile builds with vnodes not set. */
+static void one_rule_for_profile_and_vnodes(void **state)
+{
+    (void)state;
+    const char *cli = getenv("RINGLANE_CLI");
+    const struct {
+        const char *profile, *vnodes; /* vnodes NULL: not set */
+        int taken;
+    } pairs[] = {
+        {"default", "0", 0},        {"default", "1", 1},      {"default", "65536", 1},
+        {"default", "65537", 0},    {"balanced", "64", 1},    {"balanced", "65537", 0},
+        {"ds09", "160", 1},         {"xmur3", "0", 0},        {"turnstone", "150", 1},
+        {"groupcache", "65536", 1}, {"ketama", "4", 0},       {"ketama", "5", 1},
+        {"envoy", "1", 1},          {"envoy", "8388609", 0},  {"maglev", "1", 0},
+        {"maglev", "2", 1},         {"maglev", "1000", 0},    {"maglev", "65536", 0},
+        {"maglev", "65537", 1},     {"maglev", "5000011", 1}, {"maglev", "5000012", 0},
+        {"jump", "1", 0},           {"jump", "50", 0},        {"jump", NULL, 1},
+        {"maglev", NULL, 1},        {"ketama", NULL, 1},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+        const char *profile = pairs[i].profile, *vs = pairs[i].vnodes;
+        uint32_t v = vs ? (uint32_t)strtoul(vs, NULL, 10) : RL_VNODES_PROFILE;
+        char rule[160], want[256], err[512];
+        int rc = rl_profile_explain_vnodes(profile, v, rule, sizeof rule);
+        assert_int_equal(rc, pairs[i].taken ? 0 : RL_EVNODES);
+        snprintf(want, sizeof want, "%s, got %s", rule, vs ? vs : "");
+
+        /* The ring */
+        rl_member m = {"0", 1, NULL};
+        rl_ring_options ro;
+        rl_ring_options_init(&ro);
+        ro.profile = profile;
+        ro.vnodes = v;
+        rl_ring_t *ring = NULL;
+        assert_int_equal(rl_ring_build(&m, 1, &ro, &ring), rc);
+        rl_ring_free(ring);
+        if (rc && !strstr(rl_last_error_detail(), want))
+            fail_msg("rl_ring_build %s %s said \"%s\", wanted \"%s\"", profile, vs,
+                     rl_last_error_detail(), want);
+
+        /* The partitioner's options, as the plugin sets them, and its constructor */
+        rl_kafka_partitioner_options o;
+        rl_kafka_partitioner_options_init(&o);
+        assert_rl_ok(rl_kafka_partitioner_option_set(&o, "ringlane.profile", profile, err, 512));
+        err[0] = 0;
+        assert_int_equal(rl_kafka_partitioner_option_set(&o, "ringlane.vnodes", vs, err, 512), rc);
+        if (rc && !strstr(err, want))
+            fail_msg("ringlane.vnodes=%s with %s said \"%s\", wanted \"%s\"", vs, profile, err,
+                     want);
+        o.vnodes = v;
+        rl_kafka_partitioner_t *p = NULL;
+        assert_int_equal(rl_kafka_partitioner_new(&o, &p), rc);
+        rl_kafka_partitioner_destroy(p);
+
+        /* The CLI */
+        if (!cli)
+            continue;
+        int status = cli_route_status(cli, profile, vs, err, sizeof err);
+        assert_int_equal(status, rc ? 2 : 0);
+        if (rc && !strstr(err, want))
+            fail_msg("ringlane route --profile %s --vnodes %s said \"%s\", wanted \"%s\"", profile,
+                     vs, err, want);
+    }
 }
 
 /* 0..partition_cnt-1 for any count, including counts whose ring cannot be built. */
@@ -451,7 +544,8 @@ static void option_combinations(void **state)
     } bad[] = {
         {"maglev", "65536", NULL, RL_EVNODES, "profile maglev takes a prime 2..5000011"},
         {"maglev", "1000", NULL, RL_EVNODES, "got 1000"},
-        {"ketama", "3", NULL, RL_EVNODES, "profile ketama takes 5..65536 vnodes per partition"},
+        {"ketama", "3", NULL, RL_EVNODES,
+         "profile ketama takes 5..65536 vnodes (points per server"},
         {"ketama", "4", NULL, RL_EVNODES, "got 4"},
         {"jump", "1", NULL, RL_EVNODES, "profile jump has no vnodes"},
         {"default", "65537", NULL, RL_EVNODES, "profile default takes 1..65536"},
@@ -655,6 +749,7 @@ int main(void)
         cmocka_unit_test(growth_moves_keys_to_new_partitions_only),
         cmocka_unit_test(option_errors),
         cmocka_unit_test(option_combinations),
+        cmocka_unit_test(one_rule_for_profile_and_vnodes),
         cmocka_unit_test(rings_max_falls_back),
         cmocka_unit_test(concurrent_first_use),
     };

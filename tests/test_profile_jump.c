@@ -102,6 +102,32 @@ static void what_jump_answers(void **state)
     rl_ring_options_init(&o);
     o.profile = "jump";
     assert_int_equal(rl_ring_build(weighted, 1, &o, &r), RL_EWEIGHT);
+
+    /* No vnodes: any value given is refused, as the plugin and the CLI refuse it; the default
+     * options (vnodes not set) build, and so do add and remove on the ring they made. */
+    rl_member one[] = {{"a", 1, NULL}}, two = {"b", 1, NULL};
+    for (uint32_t v = 0; v < 3; v++) {
+        o.vnodes = v == 2 ? RL_VNODES_MAX : v;
+        assert_int_equal(rl_ring_build(one, 1, &o, &r), RL_EVNODES);
+        assert_null(r);
+        char want[160];
+        snprintf(want, sizeof want,
+                 "vnodes: profile jump has no vnodes (it computes each key's bucket from the "
+                 "member count), got %u",
+                 o.vnodes);
+        assert_string_equal(rl_last_error_detail(), want);
+    }
+    o.vnodes = RL_VNODES_PROFILE;
+    assert_rl_ok(rl_ring_build(one, 1, &o, &r));
+    assert_int_equal(rl_ring_vnodes(r), 0);
+    rl_ring_t *grown, *back;
+    assert_rl_ok(rl_ring_add(r, &two, &grown));
+    assert_int_equal(rl_ring_member_count(grown), 2);
+    assert_rl_ok(rl_ring_remove(grown, "b", &back));
+    assert_int_equal(rl_ring_member_count(back), 1);
+    rl_ring_free(grown);
+    rl_ring_free(back);
+    rl_ring_free(r);
     assert_rl_ok(rl_ring_build(NULL, 0, &o, &r));
     assert_int_equal(rl_ring_lookup(r, "k", 1, &node), RL_EEMPTY);
     rl_ring_free(r);

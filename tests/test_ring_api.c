@@ -372,6 +372,54 @@ static void profile_vnodes_and_balanced(void **state)
     assert_int_equal(rl_profile_check_vnodes("default", RL_VNODES_MAX + 1), RL_EVNODES);
     assert_rl_ok(rl_profile_check_vnodes(NULL, RL_VNODES_PROFILE));
     assert_int_equal(rl_profile_check_vnodes("nope", 5), RL_EPROFILE);
+    assert_int_equal(rl_profile_check_vnodes("jump", 1), RL_EVNODES); /* it has none */
+    assert_rl_ok(rl_profile_check_vnodes("jump", RL_VNODES_PROFILE));
+    assert_int_equal(rl_profile_check_vnodes("maglev", 1), RL_EVNODES);
+    assert_rl_ok(rl_profile_check_vnodes("maglev", 2));
+
+    /* The words every layer quotes: the rule, whether or not the value is taken. */
+    const struct {
+        const char *profile;
+        uint32_t vnodes;
+        int rc;
+        const char *why;
+    } rules[] = {
+        {"maglev", 1000, RL_EVNODES, "profile maglev takes a prime 2..5000011 (its table size)"},
+        {"maglev", 65537, 0, "profile maglev takes a prime 2..5000011 (its table size)"},
+        {"ketama", 4, RL_EVNODES,
+         "profile ketama takes 5..65536 vnodes (points per server at equal weights: vnodes / 4 "
+         "labels, none below 5)"},
+        {NULL, 0, RL_EVNODES, "profile default takes 1..65536 vnodes"},
+        {"envoy", 8388609, RL_EVNODES,
+         "profile envoy takes 1..8388608 vnodes (its minimum_ring_size)"},
+        {"jump", 50, RL_EVNODES,
+         "profile jump has no vnodes (it computes each key's bucket from the member count)"},
+        {"jump", RL_VNODES_PROFILE, 0,
+         "profile jump has no vnodes (it computes each key's bucket from the member count)"},
+        {"nope", 5, RL_EPROFILE, "unknown profile \"nope\""},
+    };
+    for (size_t i = 0; i < sizeof rules / sizeof *rules; i++) {
+        char why[160] = "stale";
+        assert_int_equal(
+            rl_profile_explain_vnodes(rules[i].profile, rules[i].vnodes, why, sizeof why),
+            rules[i].rc);
+        assert_string_equal(why, rules[i].why);
+    }
+    char small[8];
+    assert_int_equal(rl_profile_explain_vnodes("maglev", 1000, small, sizeof small), RL_EVNODES);
+    assert_string_equal(small, "profile"); /* cut, terminated */
+    assert_int_equal(rl_profile_explain_vnodes("maglev", 1000, NULL, 100), RL_EVNODES);
+
+    /* rl_ring_build says the same, after the option's name, with the value. */
+    rl_member one = {"a", 1, NULL};
+    rl_ring_options bad;
+    rl_ring_options_init(&bad);
+    bad.profile = "maglev";
+    bad.vnodes = 1000;
+    rl_ring_t *none = NULL;
+    assert_int_equal(rl_ring_build(&one, 1, &bad, &none), RL_EVNODES);
+    assert_string_equal(rl_last_error_detail(), "vnodes: profile maglev takes a prime "
+                                                "2..5000011 (its table size), got 1000");
     rl_member m[6] = {{"a", 1, NULL}, {"b", 1, NULL}, {"c", 1, NULL},
                       {"d", 1, NULL}, {"e", 1, NULL}, {"f", 1, NULL}};
     rl_ring_options o;

@@ -23,23 +23,41 @@ typedef struct rl_profile_info {
     const char *labels;      /* the vnode label format, e.g. "<name>#<i>" */
     const char *rule;        /* successor rule and tie order */
     const char *compatible;  /* what it reproduces */
-    uint32_t default_vnodes; /* per unit of weight (see `labels` where it means more) */
+    uint32_t default_vnodes; /* per unit of weight (see `labels` where it means more); 0 for a
+                                profile that has no vnodes (jump) */
     unsigned bits;           /* ring width: 16, 32 or 64 */
     uint32_t max_vnodes;     /* the largest vnodes the profile accepts (RL_VNODES_MAX but for
-                                maglev, whose vnodes is its prime table size) */
+                                envoy and maglev, whose vnodes is a ring or table size; 0: it
+                                takes none, rl_profile_explain_vnodes says why) */
     const char *kind;        /* "ring" (points on a circle), "table" (maglev's lookup table) or
                                 "computed" (jump: no state but the member count) */
     uint32_t min_vnodes;     /* the smallest vnodes the profile accepts (1 but for ketama, whose
-                                servers get vnodes / 4 labels: at least 5 for one each) */
+                                servers get vnodes / 4 labels: at least 5 for one each; maglev 2,
+                                the smallest prime; 0 with max_vnodes 0) */
 } rl_profile_info;
 
 RL_EXTERN size_t rl_profile_count(void);
 RL_EXTERN const rl_profile_info *rl_profile_at(size_t i);           /* NULL if out of range */
 RL_EXTERN const rl_profile_info *rl_profile_find(const char *name); /* NULL if unknown */
 
-/* Whether the profile `name` (NULL: "default") builds rings with `vnodes` per unit of weight
- * (RL_VNODES_PROFILE: its default): 0, RL_EPROFILE, or RL_EVNODES when vnodes is outside
- * min_vnodes..max_vnodes or, for maglev, not a prime. rl_ring_build checks the same. */
+/* The one rule for a profile and a vnodes value, which rl_ring_build, the Kafka partitioner
+ * and its plugin, and the ringlane CLI all ask. Whether the profile `name` (NULL: "default")
+ * builds rings with `vnodes` per unit of weight: 0, RL_EPROFILE (unknown profile), or
+ * RL_EVNODES (outside min_vnodes..max_vnodes, not a prime for maglev, any value for jump,
+ * which has none). RL_VNODES_PROFILE (the profile's default, "not set") is taken by every
+ * profile. When why is not NULL it receives, in `size` bytes (cut, still terminated), the rule
+ * the value was checked against, whatever the answer, for the caller to put after the name of
+ * its option and before the value given, e.g. "ringlane.vnodes: <why>, got 1000":
+ *   profile maglev takes a prime 2..5000011 (its table size)
+ *   profile ketama takes 5..65536 vnodes (points per server at equal weights: vnodes / 4
+ *     labels, none below 5)
+ *   profile default takes 1..65536 vnodes
+ *   profile jump has no vnodes (it computes each key's bucket from the member count)
+ *   unknown profile "nope"
+ * docs/errors.md lists the same words. */
+RL_EXTERN int rl_profile_explain_vnodes(const char *name, uint32_t vnodes, char *why, size_t size);
+
+/* rl_profile_explain_vnodes(name, vnodes, NULL, 0): the answer without the words. */
 RL_EXTERN int rl_profile_check_vnodes(const char *name, uint32_t vnodes);
 
 #ifdef __cplusplus

@@ -53,7 +53,8 @@ typedef struct rl_ring_options {
     uint32_t vnodes;     /* per unit of weight, 1..RL_VNODES_MAX, or RL_VNODES_PROFILE. Some
                             profiles read it otherwise: ketama, points per server at equal
                             weights (160); envoy, minimum_ring_size (1024, up to 8 Mi); maglev,
-                            the prime table size (65537, up to 5000011); jump checks it but uses none */
+                            the prime table size (65537, up to 5000011); jump has none and takes
+                            only RL_VNODES_PROFILE. rl_profile_explain_vnodes says the rule */
     rl_hash_fn hash;     /* NULL = the profile's hash */
     void *hash_ctx;
 } rl_ring_options;
@@ -68,7 +69,8 @@ RL_EXTERN void rl_ring_options_init(rl_ring_options *opts);
  * ketama RL_ENAME for a HOST:PORT name (split at its last ':') with an empty host or a port
  * that is not 1..65535 in decimal (a name without ':' is a host on port 11211, whatever its
  * characters, as libmemcached takes it: ketama checks no host name); maglev
- * RL_EVNODES for a table size that is not a prime; jump RL_EWEIGHT for a weight other than 1;
+ * RL_EVNODES for a table size that is not a prime; jump RL_EVNODES for any vnodes but
+ * RL_VNODES_PROFILE and RL_EWEIGHT for a weight other than 1;
  * ketama and maglev RL_ENOTSUP with a caller hash. On error *out is set to NULL. Names and
  * zones are copied. */
 RL_EXTERN int rl_ring_build(const rl_member *members, size_t count, const rl_ring_options *opts,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Fuzz target: the CLI's parsers for node SPECs ("a,b=2,c"), --loads and --zones maps, and
- * numbers. A SPEC that parses must build a ring or be refused with a usage error; parsed
- * values must be in their documented ranges. */
+ * numbers (--vnodes by each profile's rule). A SPEC that parses must build a ring or be refused
+ * with a usage error; parsed values must be in their documented ranges. */
 #include "cli.h"
 #include "fuzz_input.h"
 
@@ -42,6 +42,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         double d;
         if (cli_parse_double(text, &d) == 0)
             check(d == d, "a parsed double is not NaN");
+        /* --vnodes takes exactly what the profile's rule (the library's) takes */
+        const rl_profile_info *p = rl_profile_at(mode / 3 % rl_profile_count());
+        uint32_t vnodes;
+        if (cli_parse_vnodes("fuzz", p->name, text, &vnodes) == 0)
+            check(rl_profile_check_vnodes(p->name, vnodes) == 0, "--vnodes by the profile's rule");
         free(text);
         return 0;
     }

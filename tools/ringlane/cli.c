@@ -121,6 +121,24 @@ int cli_parse_spec(const char *cmd, const char *option, const char *text, cli_sp
     return 0;
 }
 
+int cli_partition_spec(const char *cmd, unsigned long long n, cli_spec *out)
+{
+    memset(out, 0, sizeof *out);
+    out->buf = malloc(n * 8 + 1); /* up to 6 digits and a NUL each */
+    out->members = calloc(n ? n : 1, sizeof *out->members);
+    if (!out->buf || !out->members) {
+        cli_spec_free(out);
+        return cli_usage_error(cmd, "out of memory");
+    }
+    char *at = out->buf;
+    for (unsigned long long i = 0; i < n; i++) {
+        out->members[i] = (rl_member){.name = at, .weight = 1};
+        at += sprintf(at, "%llu", i) + 1;
+    }
+    out->count = n;
+    return 0;
+}
+
 void cli_spec_free(cli_spec *spec)
 {
     free(spec->buf);
@@ -141,51 +159,46 @@ int cli_check_profile(const char *cmd, const char *profile)
     return 0;
 }
 
-/* The largest vnodes any profile takes (maglev's table size); each profile checks its own. */
-static uint32_t largest_vnodes(void)
-{
-    uint32_t max = RL_VNODES_MAX;
-    for (size_t i = 0; i < rl_profile_count(); i++)
-        if (rl_profile_at(i)->max_vnodes > max)
-            max = rl_profile_at(i)->max_vnodes;
-    return max;
-}
-
-int cli_parse_vnodes(const char *cmd, const char *text, uint32_t *out)
+int cli_parse_vnodes(const char *cmd, const char *profile, const char *text, uint32_t *out)
 {
     unsigned long long v;
     if (!text) {
         *out = RL_VNODES_PROFILE;
         return 0;
     }
-    if (cli_parse_u64(text, 1, largest_vnodes(), &v) != 0)
-        return cli_usage_error(cmd, "--vnodes: expected an integer 1..%u, got '%s'",
-                               largest_vnodes(), text);
+    /* The profile's own rule, the one rl_ring_build and the Kafka plugin apply, and its words:
+     * "--vnodes: profile default takes 1..65536 vnodes, got 0" (got '-3' for what is no
+     * number). */
+    char why[160];
+    if (cli_parse_u64(text, 0, RL_VNODES_PROFILE - 1, &v) != 0) {
+        rl_profile_explain_vnodes(profile, 0, why, sizeof why);
+        return cli_usage_error(cmd, "--vnodes: %s, got '%s'", why, text);
+    }
+    if (rl_profile_explain_vnodes(profile, (uint32_t)v, why, sizeof why) != 0)
+        return cli_usage_error(cmd, "--vnodes: %s, got %llu", why, v);
     *out = (uint32_t)v;
     return 0;
 }
 
-/* Why a profile refused to build: a line that names what to change. */
-static int build_error(const char *cmd, const char *profile, uint32_t vnodes, int rc)
+const char *cli_build_why(const char *profile, int rc, char *buf, size_t size)
 {
     const rl_profile_info *p = rl_profile_find(profile ? profile : "default");
+    const char *detail = rl_last_error_detail(); /* rl_ring_build's own words, when it has some */
     if (rc == RL_ETOOBIG)
-        return cli_usage_error(cmd,
-                               "the ring would have more than %u points: lower --vnodes or "
-                               "the weights",
-                               RL_POINTS_MAX);
-    if (rc == RL_EVNODES && strcmp(p->name, "maglev") == 0)
-        return cli_usage_error(cmd,
-                               "--vnodes: maglev's table size must be a prime up to %u, got %u",
-                               p->max_vnodes, vnodes);
-    if (rc == RL_EVNODES)
-        return cli_usage_error(cmd, "--vnodes: profile %s takes 1..%u, got %u", p->name,
-                               p->max_vnodes, vnodes);
-    if (rc == RL_ENAME && strcmp(p->name, "ketama") == 0)
-        return cli_usage_error(cmd, "ketama members are HOST or HOST:PORT with a port 1..65535");
-    if (rc == RL_EWEIGHT && strcmp(p->name, "jump") == 0)
-        return cli_usage_error(cmd, "jump buckets take no weights (every bucket is one)");
-    return cli_usage_error(cmd, "cannot build the ring: %s", rl_strerror(rc));
+        snprintf(buf, size,
+                 "the ring would have more than %u points: lower --vnodes or the weights",
+                 RL_POINTS_MAX);
+    else if (rc == RL_EVNODES && *detail) /* cli_parse_vnodes says it first, in these words */
+        snprintf(buf, size, "--%s", detail);
+    else if (*detail)
+        snprintf(buf, size, "%s", detail);
+    else if (rc == RL_ENAME && p && strcmp(p->name, "ketama") == 0)
+        snprintf(buf, size, "ketama members are HOST or HOST:PORT with a port 1..65535");
+    else if (rc == RL_EWEIGHT && p) /* SPECs hold 1..RL_WEIGHT_MAX: the profile takes only 1 */
+        snprintf(buf, size, "profile %s takes no weights (every member counts as one)", p->name);
+    else
+        snprintf(buf, size, "cannot build the ring: %s", rl_strerror(rc));
+    return buf;
 }
 
 int cli_build_ring(const char *cmd, const char *profile, uint32_t vnodes, const cli_spec *spec,
@@ -195,9 +208,10 @@ int cli_build_ring(const char *cmd, const char *profile, uint32_t vnodes, const 
     rl_ring_options_init(&o);
     o.profile = profile;
     o.vnodes = vnodes;
+    char why[RL_ERROR_DETAIL_MAX + 64];
     int rc = rl_ring_build(spec->members, spec->count, &o, out);
     if (rc)
-        return build_error(cmd, profile, vnodes, rc), rc;
+        return cli_usage_error(cmd, "%s", cli_build_why(profile, rc, why, sizeof why)), rc;
     return 0;
 }
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* ringlane table, stats, hash and profiles: looking at rings and hashes. */
+/* ringlane table, stats and hash: looking at rings and hashes. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 
@@ -9,47 +9,52 @@
 static const char table_usage[] =
     "usage: ringlane table --profile turnstone [--vnodes V] --nodes SPEC\n"
     "\n"
-    "Prints the full assignment table of a 16-bit ring: <bucket><TAB><node> for buckets\n"
-    "0..65535. SPEC is NAME[=WEIGHT],... (turnstone gives each member weight x 150 points).\n";
+    "Prints the full assignment table of a 16-bit ring: <bucket><TAB><node> for the\n"
+    "buckets 0..65535. SPEC is NAME[=WEIGHT],... (turnstone gives each member\n"
+    "weight x 150 points).\n";
 
 static const char stats_usage[] =
-    "usage: ringlane stats [--profile P] [--vnodes V] --nodes SPEC\n"
+    "usage: ringlane stats [--profile P] [--vnodes V] --nodes SPEC [--json]\n"
     "\n"
-    "Prints each node's arc share (the fraction of the ring it owns) as <node><TAB><share>, then\n"
-    "points<TAB><count>, gap_cv<TAB><coefficient of variation of the gaps between points> and\n"
-    "max/mean<TAB><largest share divided by the mean share>. For maglev the shares are table\n"
-    "entries, points is the table size and gap_cv is 0; jump has nothing to measure.\n";
+    "Prints each node's arc share (the fraction of the ring it owns) as\n"
+    "<node><TAB><share>, then points<TAB><count>, gap_cv<TAB><coefficient of\n"
+    "variation of the gaps between points> and max/mean<TAB><largest share divided\n"
+    "by the mean share>. For maglev the shares are table entries, points is the\n"
+    "table size and gap_cv is 0; jump has nothing to measure.\n"
+    "  --json   one JSON document: {\"profile\",\"vnodes\",\"nodes\":[{\"node\",\"share\"}],\n"
+    "           \"points\",\"gap_cv\",\"max_mean\"}; node names must be UTF-8\n";
 
 static const char hash_usage[] =
     "usage: ringlane hash --hash NAME STRING...\n"
     "\n"
-    "Prints the hash of each STRING (its bytes) in decimal, one per line.\n"
-    "NAME is one of: fnv1a32, fnv1a64, hash64, xmur3, xxh3, xxh64 (seed 0), md5 (first 4\n"
+    "Prints the hash of each STRING (its bytes) in decimal, one per line. NAME is\n"
+    "one of: fnv1a32, fnv1a64, hash64, xmur3, xxh3, xxh64 (seed 0), md5 (first 4\n"
     "bytes little-endian: ketama's key hash), crc32.\n";
 
-static const char profiles_usage[] =
-    "usage: ringlane profiles\n"
-    "\n"
-    "Lists the ring profiles, one line each: name, default vnodes, ring width, kind (ring,\n"
-    "table or computed), hash, labels, successor rule, and what each is compatible with.\n";
-
-/* --profile, --vnodes, --nodes: the options every ring-inspecting command shares. */
-static int ring_from_args(const char *cmd, int argc, char **argv, cli_spec *spec, rl_ring_t **ring)
+/* --profile, --vnodes, --nodes (and --json where json is set): the options every
+ * ring-inspecting command shares. */
+static int ring_from_args(const char *cmd, int argc, char **argv, int *json, cli_spec *spec,
+                          rl_ring_t **ring)
 {
     const char *profile = NULL, *vnodes_s = NULL, *nodes_s = NULL;
     cli_opt opts[] = {{"--profile", &profile, NULL},
                       {"--vnodes", &vnodes_s, NULL},
                       {"--nodes", &nodes_s, NULL},
+                      {json ? "--json" : NULL, NULL, json},
                       {NULL, NULL, NULL}};
     int nrest, rc = cli_parse_opts(cmd, argc, argv, opts, NULL, &nrest);
     uint32_t vnodes;
     if (rc || (rc = cli_check_profile(cmd, profile)) ||
-        (rc = cli_parse_vnodes(cmd, vnodes_s, &vnodes)))
+        (rc = cli_parse_vnodes(cmd, profile, vnodes_s, &vnodes)))
         return rc;
     if (!nodes_s)
         return cli_usage_error(cmd, "--nodes SPEC is required");
     if ((rc = cli_parse_spec(cmd, "--nodes", nodes_s, spec)))
         return rc;
+    if (json && *json && (rc = cli_json_names(cmd, "--nodes", spec))) {
+        cli_spec_free(spec);
+        return rc;
+    }
     if (cli_build_ring(cmd, profile, vnodes, spec, ring) != 0) {
         cli_spec_free(spec);
         return CLI_EXIT_USAGE;
@@ -72,7 +77,7 @@ int cmd_table(int argc, char **argv)
         return fputs(table_usage, stdout), 0;
     cli_spec spec;
     rl_ring_t *ring = NULL;
-    int rc = ring_from_args("table", argc, argv, &spec, &ring);
+    int rc = ring_from_args("table", argc, argv, NULL, &spec, &ring);
     if (rc)
         return rc;
     uint32_t *table = malloc(65536 * sizeof *table);
@@ -102,7 +107,8 @@ int cmd_stats(int argc, char **argv)
         return fputs(stats_usage, stdout), 0;
     cli_spec spec;
     rl_ring_t *ring = NULL;
-    int rc = ring_from_args("stats", argc, argv, &spec, &ring);
+    int json = 0;
+    int rc = ring_from_args("stats", argc, argv, &json, &spec, &ring);
     if (rc)
         return rc;
     size_t n = rl_ring_member_count(ring);
@@ -117,6 +123,17 @@ int cmd_stats(int argc, char **argv)
                              rl_ring_profile(ring), n, n);
     } else if (err) {
         rc = cli_usage_error("stats", "%s", rl_strerror(err));
+    } else if (json) {
+        fputs("{\"profile\":", stdout);
+        cli_json_name(rl_ring_profile(ring));
+        printf(",\"vnodes\":%u,\"nodes\":[", rl_ring_vnodes(ring));
+        for (uint32_t i = 0; i < n; i++) {
+            printf("%s{\"node\":", i ? "," : "");
+            cli_json_name(rl_ring_node_name(ring, i));
+            printf(",\"share\":%.9g}", shares[i]);
+        }
+        printf("],\"points\":%zu,\"gap_cv\":%.9g,\"max_mean\":%.9g}\n", st.points, st.gap_cv,
+               st.max_mean_share);
     } else {
         for (uint32_t i = 0; i < n; i++)
             printf("%s\t%.6f\n", rl_ring_node_name(ring, i), shares[i]);
@@ -156,22 +173,4 @@ int cmd_hash(int argc, char **argv)
     }
     free(rest);
     return finish("hash", rc);
-}
-
-int cmd_profiles(int argc, char **argv)
-{
-    if (cli_wants_help(argc, argv))
-        return fputs(profiles_usage, stdout), 0;
-    int nrest,
-        rc = cli_parse_opts("profiles", argc, argv, (cli_opt[]){{NULL, NULL, NULL}}, NULL, &nrest);
-    if (rc)
-        return rc;
-    for (size_t i = 0; i < rl_profile_count(); i++) {
-        const rl_profile_info *p = rl_profile_at(i);
-        printf("%-10s vnodes %-5u %2u-bit %-8s hash: %s; labels: %s; rule: %s; compatible "
-               "with: %s\n",
-               p->name, p->default_vnodes, p->bits, p->kind, p->hash, p->labels, p->rule,
-               p->compatible);
-    }
-    return finish("profiles", 0);
 }

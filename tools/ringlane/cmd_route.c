@@ -6,30 +6,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The Kafka partitioner's default profile (RL_KAFKA_DEFAULT_PROFILE in ringlane/partitioner.h;
- * tests/test_partitioner.c checks that both answer alike). */
-#define PARTITIONS_PROFILE "balanced"
-
 static const char usage[] =
-    "usage: ringlane route [--profile P] [--vnodes V] (--nodes SPEC | --partitions N)\n"
-    "                      [--replicas R [--zones NAME=ZONE,...]] [--bounded C [--loads "
-    "NAME=L,...]]\n"
+    "usage: ringlane route [--profile P] [--vnodes V]\n"
+    "         (--nodes SPEC | --partitions N) [--replicas R [--zones NAME=ZONE,...]]\n"
+    "         [--bounded C [--loads NAME=L,...]] [--json]\n"
     "\n"
-    "Reads keys from stdin, one per line (the line without its newline is the key), and prints\n"
-    "<key><TAB><node> for each. SPEC is NAME[=WEIGHT],... e.g. a,b=2,c.\n"
-    "  --profile P      ring profile (ringlane profiles lists them; default: default, and\n"
-    "                   balanced with --partitions, as the Kafka partitioner);\n"
-    "                   maglev and jump take neither --replicas nor --bounded\n"
-    "  --vnodes V       vnodes per unit of weight (default: the profile's)\n"
-    "  --partitions N   the nodes are the partitions 0..N-1, in order: the ring of the Kafka\n"
-    "                   partitioner (profile default: balanced; --profile default gives\n"
-    "                   ringlane 0.1's placement)\n"
-    "  --replicas R     print the first R distinct nodes clockwise: <key><TAB><n1>,<n2>,...\n"
-    "  --zones MAP      with --replicas: members' zones; picks distinct zones first\n"
-    "  --bounded C      bounded loads with factor C: keys are placed in input order, each\n"
-    "                   placement adding one to its node's load\n"
-    "  --loads MAP      with --bounded: starting loads, NAME=LOAD,... (default 0)\n"
-    "Exit status: 0 ok, 1 some key could not be routed (reported on stderr), 2 bad arguments.\n";
+    "Reads keys from stdin, one per line (the line without its newline is the key),\n"
+    "and prints <key><TAB><node> for each. SPEC is NAME[=WEIGHT],... e.g. a,b=2,c.\n"
+    "  --profile P     ring profile (ringlane profiles lists them; default: default,\n"
+    "                  and balanced with --partitions, as the Kafka partitioner);\n"
+    "                  maglev and jump take neither --replicas nor --bounded\n"
+    "  --vnodes V      vnodes per unit of weight (default: the profile's); each\n"
+    "                  profile takes its own range, jump none (ringlane profiles\n"
+    "                  NAME says which)\n"
+    "  --partitions N  the nodes are the partitions 0..N-1 (N up to 100000), in\n"
+    "                  order: the ring of the Kafka partitioner with the same\n"
+    "                  profile and vnodes (--profile default: ringlane 0.1's)\n"
+    "  --replicas R    print the first R distinct nodes clockwise:\n"
+    "                  <key><TAB><n1>,<n2>,...\n"
+    "  --zones MAP     with --replicas: members' zones; picks distinct zones first\n"
+    "  --bounded C     bounded loads with factor C: keys are placed in input order,\n"
+    "                  each placement adding one to its node's load\n"
+    "  --loads MAP     with --bounded: starting loads, NAME=LOAD,... (default 0)\n"
+    "  --json          one JSON object per key (JSON lines): {\"key\":K,\"node\":N}, or\n"
+    "                  \"nodes\":[...] with --replicas; a key that is not UTF-8 is\n"
+    "                  given as \"key_hex\" (its bytes in hex); names must be UTF-8\n"
+    "Exit status: 0 ok, 1 some key could not be routed (reported on stderr),\n"
+    "2 bad arguments.\n";
 
 /* Rebuilds the ring with zones attached to its members. */
 static int with_zones(const char *cmd, const char *profile, uint32_t vnodes, cli_spec *spec,
@@ -46,15 +49,26 @@ static int with_zones(const char *cmd, const char *profile, uint32_t vnodes, cli
     return 0;
 }
 
-/* "0,1,...,n-1" */
-static char *partition_spec(unsigned long long n)
+/* One line of output: the key and its node(s), as text or as a JSON object. */
+static void print_route(int json, const rl_ring_t *ring, const char *key, size_t len,
+                        const uint32_t *list, size_t got, int many)
 {
-    char *s = malloc(n * 8 + 1), *p = s;
-    if (!s)
-        return NULL;
-    for (unsigned long long i = 0; i < n; i++)
-        p += sprintf(p, i ? ",%llu" : "%llu", i);
-    return s;
+    if (!json) {
+        cli_print_key(key, len);
+        for (size_t i = 0; i < got; i++)
+            printf(i ? ",%s" : "%s", rl_ring_node_name(ring, list[i]));
+        putchar('\n');
+        return;
+    }
+    putchar('{');
+    cli_json_key(key, len);
+    fputs(many ? ",\"nodes\":[" : ",\"node\":", stdout);
+    for (size_t i = 0; i < got; i++) {
+        if (i)
+            putchar(',');
+        cli_json_name(rl_ring_node_name(ring, list[i]));
+    }
+    fputs(many ? "]}\n" : "}\n", stdout);
 }
 
 int cmd_route(int argc, char **argv)
@@ -64,22 +78,20 @@ int cmd_route(int argc, char **argv)
         return fputs(usage, stdout), 0;
     const char *profile = NULL, *vnodes_s = NULL, *nodes_s = NULL, *partitions_s = NULL,
                *replicas_s = NULL, *zones_s = NULL, *bounded_s = NULL, *loads_s = NULL;
-    cli_opt opts[] = {{"--profile", &profile, NULL},
-                      {"--vnodes", &vnodes_s, NULL},
-                      {"--nodes", &nodes_s, NULL},
-                      {"--partitions", &partitions_s, NULL},
-                      {"--replicas", &replicas_s, NULL},
-                      {"--zones", &zones_s, NULL},
-                      {"--bounded", &bounded_s, NULL},
-                      {"--loads", &loads_s, NULL},
-                      {NULL, NULL, NULL}};
+    int json = 0;
+    cli_opt opts[] = {{"--profile", &profile, NULL},     {"--vnodes", &vnodes_s, NULL},
+                      {"--nodes", &nodes_s, NULL},       {"--partitions", &partitions_s, NULL},
+                      {"--replicas", &replicas_s, NULL}, {"--zones", &zones_s, NULL},
+                      {"--bounded", &bounded_s, NULL},   {"--loads", &loads_s, NULL},
+                      {"--json", NULL, &json},           {NULL, NULL, NULL}};
     int nrest, rc = cli_parse_opts(cmd, argc, argv, opts, NULL, &nrest);
     if (rc)
         return rc;
     uint32_t vnodes;
     if (partitions_s && !profile)
-        profile = PARTITIONS_PROFILE;
-    if ((rc = cli_check_profile(cmd, profile)) || (rc = cli_parse_vnodes(cmd, vnodes_s, &vnodes)))
+        profile = CLI_PARTITIONS_PROFILE;
+    if ((rc = cli_check_profile(cmd, profile)) ||
+        (rc = cli_parse_vnodes(cmd, profile, vnodes_s, &vnodes)))
         return rc;
     if (!nodes_s == !partitions_s)
         return cli_usage_error(cmd, "give exactly one of --nodes SPEC and --partitions N");
@@ -104,22 +116,20 @@ int cmd_route(int argc, char **argv)
         return cli_usage_error(cmd, "%s: profile %s has no ring to walk (its lookups are %s)",
                                replicas_s ? "--replicas" : "--bounded", info->name,
                                strcmp(info->kind, "table") == 0 ? "a table" : "computed");
-    char *generated = NULL;
-    if (partitions_s) {
-        if (cli_parse_u64(partitions_s, 1, 100000, &partitions) != 0)
-            return cli_usage_error(cmd, "--partitions: expected an integer 1..100000, got '%s'",
-                                   partitions_s);
-        nodes_s = generated = partition_spec(partitions);
-        if (!generated)
-            return cli_usage_error(cmd, "out of memory");
-    }
+    if (partitions_s && cli_parse_u64(partitions_s, 1, CLI_PARTITIONS_MAX, &partitions) != 0)
+        return cli_usage_error(cmd, "--partitions: expected an integer 1..%d, got '%s'",
+                               CLI_PARTITIONS_MAX, partitions_s);
 
     cli_spec spec;
     rl_ring_t *ring = NULL;
-    rc = cli_parse_spec(cmd, partitions_s ? "--partitions" : "--nodes", nodes_s, &spec);
-    free(generated);
-    if (rc)
+    rc = partitions_s ? cli_partition_spec(cmd, partitions, &spec)
+                      : cli_parse_spec(cmd, "--nodes", nodes_s, &spec);
+    if (rc == 0 && json)
+        rc = cli_json_names(cmd, "--nodes", &spec);
+    if (rc) {
+        cli_spec_free(&spec);
         return rc;
+    }
     if (cli_build_ring(cmd, profile, vnodes, &spec, &ring) != 0) {
         cli_spec_free(&spec);
         return CLI_EXIT_USAGE;
@@ -162,10 +172,7 @@ int cmd_route(int argc, char **argv)
         }
         if (bounded_s)
             loads[list[0]]++;
-        cli_print_key(key, (size_t)len);
-        for (size_t i = 0; i < got; i++)
-            printf(i ? ",%s" : "%s", rl_ring_node_name(ring, list[i]));
-        putchar('\n');
+        print_route(json, ring, key, (size_t)len, list, got, replicas != 0);
     }
     free(key);
     free(loads);

@@ -7,14 +7,17 @@
 static const char usage[] =
     "usage: ringlane COMMAND [OPTIONS]\n"
     "\n"
-    "Consistent hash rings from the command line. Keys are read from stdin, one per line.\n"
+    "Consistent hash rings from the command line. Keys are read from stdin, one per\n"
+    "line.\n"
     "  route     the node (or replicas, or bounded placement) of each key\n"
-    "  diff      how many keys move, and where, between two memberships\n"
+    "  diff      how many keys move, and where, between two memberships; each\n"
+    "            node's share before and after\n"
     "  table     the 65536-bucket assignment table of a 16-bit ring (turnstone)\n"
     "  stats     each node's arc share and the spread of the ring\n"
     "  hash      hash strings with one of ringlane's hash functions\n"
-    "  profiles  list the ring profiles\n"
-    "Run 'ringlane COMMAND --help' for a command's options. Exit status 2 means bad arguments.\n";
+    "  profiles  list the ring profiles (profiles NAME: one in full)\n"
+    "route, diff and stats take --json. 'ringlane COMMAND --help' gives a command's\n"
+    "options, 'man ringlane' the manual. Exit status 2 means bad arguments.\n";
 
 static const struct {
     const char *name;
