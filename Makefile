@@ -1,13 +1,19 @@
 # SPDX-License-Identifier: BSD-2-Clause
-# The README's two commands: `make demo` and `make test`. CMake does the building, into build/.
-# Each target first installs the Debian packages that are missing (scripts/install-deps.sh).
+# The README's commands: `make demo`, `make test` and `make install`. CMake does the building,
+# into build/ (build-install/ for `make install`). Each target first installs the Debian
+# packages that are missing (scripts/install-deps.sh).
 
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?=
+# make install: where to (PREFIX), a staging root for packagers (DESTDIR), its own build tree.
+PREFIX ?= /usr/local
+DESTDIR ?=
+INSTALL_BUILD ?= build-install
 
-.PHONY: all deps build test demo bench asan tsan memcheck fuzz format format-check install clean
+.PHONY: all deps build test demo bench asan tsan memcheck fuzz format format-check install uninstall
+.PHONY: clean
 .PHONY: demo-ring
 
 all: build
@@ -73,8 +79,23 @@ format-check:
 	@$(C_FILES); echo "$$files" | xargs clang-format --dry-run --Werror
 	@echo "format-check: $$(git ls-files '*.c' '*.h' | wc -l) files formatted"
 
-install: build
-	@cmake --install $(BUILD)
+# The libraries, headers, CLI, plugin, pkg-config files, CMake package and LICENSE into
+# $(DESTDIR)$(PREFIX), from a build of those alone (no tests, benchmarks or examples), with only
+# the packages they need. As root into the live system (no DESTDIR), ldconfig runs after, so
+# the new libraries are found at once (/usr/local/lib is in ld.so's cache, not searched
+# without it). See docs/install.md.
+install:
+	@scripts/install-deps.sh lib
+	@cmake -S . -B "$(INSTALL_BUILD)" -DCMAKE_INSTALL_PREFIX="$(PREFIX)" -DRINGLANE_BUILD_TESTS=OFF \
+	  -DRINGLANE_BUILD_BENCH=OFF -DRINGLANE_BUILD_EXAMPLES=OFF $(CMAKE_FLAGS) >/dev/null
+	@cmake --build "$(INSTALL_BUILD)" -j $(JOBS)
+	@DESTDIR="$(DESTDIR)" cmake --install "$(INSTALL_BUILD)"
+	@scripts/ldconfig-after-install.sh "$(DESTDIR)"
+
+# Removes what the last `make install` from $(INSTALL_BUILD) installed (its install_manifest.txt).
+uninstall:
+	@scripts/uninstall.sh "$(INSTALL_BUILD)/install_manifest.txt" "$(DESTDIR)"
+	@scripts/ldconfig-after-install.sh "$(DESTDIR)"
 
 clean:
-	@rm -rf build build-asan build-tsan build-fuzz
+	@rm -rf build build-asan build-tsan build-fuzz build-install

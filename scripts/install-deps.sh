@@ -1,19 +1,24 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 # Installs the Debian packages ringlane needs that are missing, and says which. Needs root (or
-# sudo). Usage: scripts/install-deps.sh [GROUP...]; groups: build (default: everything that
-# `make test` and `make demo` need), bench, format, fuzz.
+# sudo). Usage: scripts/install-deps.sh [GROUP...]; groups:
+#   lib     what building and installing the libraries, the CLI and the plugin needs
+#           (`make install`): a compiler, cmake, pkg-config and the libraries' -dev packages
+#   build   (default) everything `make test` and `make demo` need: lib, and what the tests
+#           check against (cmocka, libmemcached, kcat, Python's client, docker-compose, ...)
+#   bench, format, fuzz   build and valgrind; clang-format and git; build and clang
 set -eu
 
-build="cmake make gcc pkg-config libxxhash-dev libcmocka-dev"
-build="$build libmd-dev zlib1g-dev libmemcached-dev" # ketama MD5, groupcache CRC-32, the ketama proof
-build="$build libssl-dev" # libmemcached.pc requires libcrypto.pc
+# The libraries: the ring (xxhash, MD5, CRC-32), the dispatcher (libuv), the Kafka layers.
+lib="cmake make gcc libc6-dev pkg-config libxxhash-dev libmd-dev zlib1g-dev libuv1-dev"
+lib="$lib librdkafka-dev"
 
-# The Kafka partitioner: librdkafka, and kcat for the plugin's interoperability test.
-build="$build librdkafka-dev kcat"
+build="$lib libcmocka-dev"
+build="$build libmemcached-dev" # the ketama proof
+build="$build libssl-dev" # libmemcached.pc requires libcrypto.pc
+build="$build kcat" # the plugin's interoperability test
 build="$build liblz4-dev libzstd-dev" # what librdkafka.a links: the two-librdkafka test
 build="$build python3-confluent-kafka" # the plugin from Python: the client test
-build="$build libuv1-dev" # the ordered dispatcher
 build="$build docker-compose" # validates docker-compose.yml (no Docker engine is needed)
 build="$build groff-base" # test_cli checks that the manual page, ringlane(1), formats cleanly
 bench="valgrind"
@@ -24,11 +29,12 @@ groups="${*:-build}"
 want=""
 for g in $groups; do
   case "$g" in
+    lib) want="$want $lib" ;;
     build) want="$want $build" ;;
     bench) want="$want $build $bench" ;;
     format) want="$want $format" ;;
     fuzz) want="$want $build $fuzz" ;;
-    *) echo "install-deps: unknown group '$g' (build, bench, format, fuzz)" >&2; exit 2 ;;
+    *) echo "install-deps: unknown group '$g' (lib, build, bench, format, fuzz)" >&2; exit 2 ;;
   esac
 done
 
