@@ -10,32 +10,6 @@
 
 #define TICK_MS 100 /* the safety-net poll, commits, dead-letter retries, paused partitions */
 
-/* Consumer properties a producer would warn about: left out of the dead-letter producer's copy
- * of the consumer's configuration (prefixes). */
-static const char *consumer_only[] = {
-    "group.",
-    "partition.assignment.strategy",
-    "session.timeout.ms",
-    "heartbeat.",
-    "coordinator.query.interval.ms",
-    "max.poll.interval.ms",
-    "enable.auto.",
-    "auto.commit.",
-    "auto.offset.reset",
-    "queued.",
-    "fetch.",
-    "max.partition.fetch.bytes",
-    "offset.store.",
-    "isolation.level",
-    "enable.partition.eof",
-    "check.crcs",
-    "consume.callback.max.messages",
-    "allow.auto.create.topics",
-    "consume_cb",
-    "rebalance_cb",
-    "offset_commit_cb",
-};
-
 void rl_consumer_options_init(rl_consumer_options *opts)
 {
     if (!opts)
@@ -357,10 +331,10 @@ static int kafka_new(rl_consumer_t *c, const rl_consumer_options *o)
     rd_kafka_conf_t *conf = o->conf, *dconf = o->dlq_conf;
     int rc = 0;
     if (c->dlq_enabled && !dconf) {
-        dconf = rd_kafka_conf_dup_filter(conf, sizeof consumer_only / sizeof *consumer_only,
-                                         consumer_only);
-        if (!dconf || set(dconf, "enable.idempotence", "true") != 0)
-            rc = RL_EKAFKA;
+        char err[512];
+        rc = rl__dlq_conf(conf, &dconf, err, sizeof err);
+        if (rc)
+            rl__consumer_error(c, RD_KAFKA_RESP_ERR__INVALID_ARG, "dead-letter producer: %s", err);
     } else if (!c->dlq_enabled && dconf) {
         rd_kafka_conf_destroy(dconf);
         dconf = NULL;

@@ -142,8 +142,11 @@ typedef struct rl_consumer_options {
     /* The dead-letter topic: NULL = "<source topic>.dlq"; "" = none (dead letters are only
      * reported to on_dead_letter and count as done). */
     const char *dlq_topic;
-    /* The dead-letter producer's configuration (taken over like conf); NULL = a copy of conf
-     * without its consumer properties, with enable.idempotence=true. */
+    /* The dead-letter producer's configuration (taken over like conf), used as it is; NULL = a
+     * copy of conf without the properties the running librdkafka marks consumer-only (so the
+     * producer logs no CONFWARN about them), with enable.idempotence=true. Producer properties
+     * set on conf come along, but the consumer warns that it ignores them: settings for the
+     * dead-letter producer alone belong in a dlq_conf. */
     rd_kafka_conf_t *dlq_conf;
     int null_key;                /* enum rl_consumer_null_key (PARTITION) */
     uint32_t max_key_len;        /* longer keys are dead-lettered (4096) */
