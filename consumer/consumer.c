@@ -28,6 +28,7 @@ void rl_consumer_options_init(rl_consumer_options *opts)
     opts->pending_max = 16384;
     opts->poll_batch = 500;
     opts->revoke_timeout_ms = 30000;
+    opts->first_assignment_timeout_ms = 5000;
     opts->commit_interval_ms = 1000;
     opts->dlq_retry_ms = 1000;
 }
@@ -157,11 +158,13 @@ static void start_leaving(rl_consumer_t *c)
  * answer (which makes the assignor's state); closing it first does not help, and once closing,
  * librdkafka ignores JoinGroup and SyncGroup answers, so the state can no longer come. A close
  * before the first assignment therefore waits for it, serving the queue, up to
- * revoke_timeout_ms. When it does not come: a group that never answered a join has chosen no
- * assignor, and leaving is safe (the one window left is a JoinGroup answer that librdkafka
- * takes between this check and the close request right after it); otherwise the librdkafka
- * handle is left undestroyed (a leak, not an abort), and on_error says so. tests/
- * test_consumer_close.c closes in the window on the mock cluster. */
+ * first_assignment_timeout_ms (a bound of its own: a cluster that cannot be reached never
+ * answers, and a Ctrl-C at start-up should not wait a revoke's 30 s). When it does not come: a
+ * group that never answered a join has chosen no assignor, and leaving is safe (the one window
+ * left is a JoinGroup answer that librdkafka takes between this check and the close request
+ * right after it); otherwise the librdkafka handle is left undestroyed (a leak, not an abort),
+ * and on_error says so. tests/test_consumer_close.c closes in the window on the mock cluster,
+ * and before any answer. */
 static bool may_leave(rl_consumer_t *c)
 {
     if (!c->coop_destroy_hazard || c->assigned_once)
@@ -175,7 +178,7 @@ static bool may_leave(rl_consumer_t *c)
                            "close: no first assignment within %u ms; librdkafka %s would abort "
                            "in rd_kafka_destroy (librdkafka issue 4312, fixed in 2.3.0), so its "
                            "consumer handle is left undestroyed",
-                           (unsigned)c->opts.revoke_timeout_ms, rd_kafka_version_str());
+                           (unsigned)c->opts.first_assignment_timeout_ms, rd_kafka_version_str());
     }
     return true;
 }
@@ -249,7 +252,7 @@ int rl_consumer_close(rl_consumer_t *c, rl_consumer_close_cb cb)
         return RL_ECLOSED;
     c->closing = true;
     c->close_cb = cb;
-    c->leave_deadline_ms = rl__now_ms() + c->opts.revoke_timeout_ms;
+    c->leave_deadline_ms = rl__now_ms() + c->opts.first_assignment_timeout_ms;
     uv_async_send(&c->wake); /* the work starts outside any callback of ours */
     return 0;
 }
@@ -278,6 +281,10 @@ static int check_options(const rl_consumer_options *o)
     if (!o->max_key_len || !o->window || o->window > (1u << 24) || !o->pending_max ||
         !o->poll_batch || !o->commit_interval_ms || !o->dlq_retry_ms)
         return RL_EINVAL;
+    if (!o->first_assignment_timeout_ms)
+        return rl_error_detail_set(RL_EINVAL,
+                                   "first_assignment_timeout_ms 0: a close before the first "
+                                   "assignment must wait at least 1 ms for it (default 5000)");
     char group[8];
     size_t size = sizeof group;
     rd_kafka_conf_res_t res = rd_kafka_conf_get(o->conf, "group.id", group, &size);
