@@ -10,32 +10,6 @@
 
 #define TICK_MS 100 /* the safety-net poll, commits, dead-letter retries, paused partitions */
 
-/* Consumer properties a producer would warn about: left out of the dead-letter producer's copy
- * of the consumer's configuration (prefixes). */
-static const char *consumer_only[] = {
-    "group.",
-    "partition.assignment.strategy",
-    "session.timeout.ms",
-    "heartbeat.",
-    "coordinator.query.interval.ms",
-    "max.poll.interval.ms",
-    "enable.auto.",
-    "auto.commit.",
-    "auto.offset.reset",
-    "queued.",
-    "fetch.",
-    "max.partition.fetch.bytes",
-    "offset.store.",
-    "isolation.level",
-    "enable.partition.eof",
-    "check.crcs",
-    "consume.callback.max.messages",
-    "allow.auto.create.topics",
-    "consume_cb",
-    "rebalance_cb",
-    "offset_commit_cb",
-};
-
 void rl_consumer_options_init(rl_consumer_options *opts)
 {
     if (!opts)
@@ -54,6 +28,7 @@ void rl_consumer_options_init(rl_consumer_options *opts)
     opts->pending_max = 16384;
     opts->poll_batch = 500;
     opts->revoke_timeout_ms = 30000;
+    opts->first_assignment_timeout_ms = 5000;
     opts->commit_interval_ms = 1000;
     opts->dlq_retry_ms = 1000;
 }
@@ -183,11 +158,13 @@ static void start_leaving(rl_consumer_t *c)
  * answer (which makes the assignor's state); closing it first does not help, and once closing,
  * librdkafka ignores JoinGroup and SyncGroup answers, so the state can no longer come. A close
  * before the first assignment therefore waits for it, serving the queue, up to
- * revoke_timeout_ms. When it does not come: a group that never answered a join has chosen no
- * assignor, and leaving is safe (the one window left is a JoinGroup answer that librdkafka
- * takes between this check and the close request right after it); otherwise the librdkafka
- * handle is left undestroyed (a leak, not an abort), and on_error says so. tests/
- * test_consumer_close.c closes in the window on the mock cluster. */
+ * first_assignment_timeout_ms (a bound of its own: a cluster that cannot be reached never
+ * answers, and a Ctrl-C at start-up should not wait a revoke's 30 s). When it does not come: a
+ * group that never answered a join has chosen no assignor, and leaving is safe (the one window
+ * left is a JoinGroup answer that librdkafka takes between this check and the close request
+ * right after it); otherwise the librdkafka handle is left undestroyed (a leak, not an abort),
+ * and on_error says so. tests/test_consumer_close.c closes in the window on the mock cluster,
+ * and before any answer. */
 static bool may_leave(rl_consumer_t *c)
 {
     if (!c->coop_destroy_hazard || c->assigned_once)
@@ -201,7 +178,7 @@ static bool may_leave(rl_consumer_t *c)
                            "close: no first assignment within %u ms; librdkafka %s would abort "
                            "in rd_kafka_destroy (librdkafka issue 4312, fixed in 2.3.0), so its "
                            "consumer handle is left undestroyed",
-                           (unsigned)c->opts.revoke_timeout_ms, rd_kafka_version_str());
+                           (unsigned)c->opts.first_assignment_timeout_ms, rd_kafka_version_str());
     }
     return true;
 }
@@ -275,7 +252,7 @@ int rl_consumer_close(rl_consumer_t *c, rl_consumer_close_cb cb)
         return RL_ECLOSED;
     c->closing = true;
     c->close_cb = cb;
-    c->leave_deadline_ms = rl__now_ms() + c->opts.revoke_timeout_ms;
+    c->leave_deadline_ms = rl__now_ms() + c->opts.first_assignment_timeout_ms;
     uv_async_send(&c->wake); /* the work starts outside any callback of ours */
     return 0;
 }
@@ -304,6 +281,10 @@ static int check_options(const rl_consumer_options *o)
     if (!o->max_key_len || !o->window || o->window > (1u << 24) || !o->pending_max ||
         !o->poll_batch || !o->commit_interval_ms || !o->dlq_retry_ms)
         return RL_EINVAL;
+    if (!o->first_assignment_timeout_ms)
+        return rl_error_detail_set(RL_EINVAL,
+                                   "first_assignment_timeout_ms 0: a close before the first "
+                                   "assignment must wait at least 1 ms for it (default 5000)");
     char group[8];
     size_t size = sizeof group;
     rd_kafka_conf_res_t res = rd_kafka_conf_get(o->conf, "group.id", group, &size);
@@ -357,10 +338,10 @@ static int kafka_new(rl_consumer_t *c, const rl_consumer_options *o)
     rd_kafka_conf_t *conf = o->conf, *dconf = o->dlq_conf;
     int rc = 0;
     if (c->dlq_enabled && !dconf) {
-        dconf = rd_kafka_conf_dup_filter(conf, sizeof consumer_only / sizeof *consumer_only,
-                                         consumer_only);
-        if (!dconf || set(dconf, "enable.idempotence", "true") != 0)
-            rc = RL_EKAFKA;
+        char err[512];
+        rc = rl__dlq_conf(conf, &dconf, err, sizeof err);
+        if (rc)
+            rl__consumer_error(c, RD_KAFKA_RESP_ERR__INVALID_ARG, "dead-letter producer: %s", err);
     } else if (!c->dlq_enabled && dconf) {
         rd_kafka_conf_destroy(dconf);
         dconf = NULL;

@@ -167,6 +167,10 @@ void rl__revoke_kick(rl_consumer_t *c); /* a job of a revoking partition ended: 
 void rl__revoke_free(rl_consumer_t *c);
 
 /* dead_letter.c */
+/* The dead-letter producer's configuration made from the consumer's: a copy without the
+ * properties librdkafka marks consumer-only (a producer would log a CONFWARN for each), with
+ * enable.idempotence=true. 0, or RL_ENOMEM / RL_EKAFKA with the reason in err. */
+int rl__dlq_conf(const rd_kafka_conf_t *conf, rd_kafka_conf_t **out, char *err, size_t size);
 int rl__dlq_new(rl_consumer_t *c, rd_kafka_conf_t *conf);
 void rl__dead_letter(rl_consumer_t *c, rl__cjob *j);
 void rl__dlq_retry(rl_consumer_t *c);

@@ -2,16 +2,170 @@
 /* The dead-letter topic: messages the handler gave up on, or the bad-input policy refused, are
  * produced there with their key, value and headers, plus headers saying where they came from
  * and why. Their offset completes only on a successful delivery report; a failed produce is
- * tried again every dlq_retry_ms, and its offset stays unfinished meanwhile. */
+ * tried again every dlq_retry_ms, and its offset stays unfinished meanwhile. The producer's
+ * configuration, unless the application gives one, is the consumer's without its consumer
+ * properties. */
 #include "consumer_internal.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 void rl__wake_cb(rd_kafka_t *rk, void *opaque);
+
+/* --- the producer's configuration, made from the consumer's --- */
+
+/* librdkafka's own table of its properties (rd_kafka_conf_properties_show, from which its
+ * CONFIGURATION.md is made) marks each one C (consumer only), P (producer only) or * (both),
+ * and a producer logs a CONFWARN for every C property set on it. The table is read from the
+ * librdkafka this process runs with, so the names follow its version. */
+typedef struct property_table {
+    char *text; /* the table, each listed name cut out in place */
+    size_t size;
+    const char **consumer_only; /* global and topic properties marked C */
+    size_t n_consumer_only;
+    const char **dedicated; /* set through functions of their own (callbacks, pointers) */
+    size_t n_dedicated;
+} property_table;
+
+static void table_free(property_table *t)
+{
+    free(t->consumer_only);
+    free(t->dedicated);
+    free(t->text);
+}
+
+static int table_read(property_table *t)
+{
+    memset(t, 0, sizeof *t);
+    FILE *f = open_memstream(&t->text, &t->size);
+    if (!f)
+        return RL_ENOMEM;
+    rd_kafka_conf_properties_show(f);
+    if (fclose(f) != 0 || !t->text)
+        return RL_ENOMEM;
+    size_t lines = 1;
+    for (const char *s = t->text; (s = strchr(s, '\n')); s++)
+        lines++;
+    /* One more slot in consumer_only for the caller's own filter entry. */
+    t->consumer_only = calloc(lines + 1, sizeof *t->consumer_only);
+    t->dedicated = calloc(lines, sizeof *t->dedicated);
+    if (!t->consumer_only || !t->dedicated)
+        return RL_ENOMEM;
+    for (char *line = t->text, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        /* "name | C/P | range | default | importance | description". The header ("Property |
+         * C/P | ...") has a '/' after its C. */
+        char *bar = strstr(line, " | ");
+        size_t name_len = strcspn(line, " ");
+        if (!bar || !name_len)
+            continue;
+        const char *scope = bar + 3;
+        while (*scope == ' ')
+            scope++;
+        if (strstr(bar, "see dedicated API"))
+            t->dedicated[t->n_dedicated++] = line;
+        if (scope[0] == 'C' && scope[1] == ' ')
+            t->consumer_only[t->n_consumer_only++] = line;
+        line[name_len] = '\0';
+    }
+    return 0;
+}
+
+static bool listed(const char *const *names, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(names[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* The value of name in a dump (name, value, name, value, ...), or NULL. */
+static const char *dump_value(const char **dump, size_t cnt, const char *name)
+{
+    for (size_t i = 0; i + 1 < cnt; i += 2)
+        if (strcmp(dump[i], name) == 0)
+            return dump[i + 1];
+    return NULL;
+}
+
+/* The consumer's default topic configuration, without its consumer properties: each property
+ * that differs from librdkafka's default is set on `to` by name (rd_kafka_conf_set passes
+ * topic properties on to the default topic configuration). The same value as the default
+ * changes nothing, so it is not set; callbacks and pointers (partitioner_cb, the topic opaque)
+ * cannot be copied this way and stay behind: a ring partitioner loaded by
+ * plugin.library.paths installs itself again in the copy. */
+static int copy_topic_conf(rd_kafka_conf_t *to, const rd_kafka_conf_t *from,
+                           const property_table *t, char *err, size_t size)
+{
+    rd_kafka_topic_conf_t *have =
+        rd_kafka_conf_get_default_topic_conf((rd_kafka_conf_t *)from); /* only read */
+    if (!have)
+        return 0;
+    rd_kafka_topic_conf_t *fresh = rd_kafka_topic_conf_new();
+    size_t n = 0, nd = 0;
+    const char **values = rd_kafka_topic_conf_dump(have, &n);
+    const char **defaults = rd_kafka_topic_conf_dump(fresh, &nd);
+    int rc = 0;
+    for (size_t i = 0; i + 1 < n && !rc; i += 2) {
+        const char *name = values[i], *value = values[i + 1], *dflt;
+        if (listed(t->consumer_only, t->n_consumer_only, name) ||
+            listed(t->dedicated, t->n_dedicated, name) ||
+            ((dflt = dump_value(defaults, nd, name)) && strcmp(dflt, value) == 0))
+            continue;
+        char why[256];
+        if (rd_kafka_conf_set(to, name, value, why, sizeof why) != RD_KAFKA_CONF_OK) {
+            snprintf(err, size, "topic property %s=%s: %s", name, value, why);
+            rc = RL_EKAFKA;
+        }
+    }
+    rd_kafka_conf_dump_free(values, n);
+    rd_kafka_conf_dump_free(defaults, nd);
+    rd_kafka_topic_conf_destroy(fresh);
+    return rc;
+}
+
+int rl__dlq_conf(const rd_kafka_conf_t *conf, rd_kafka_conf_t **out, char *err, size_t size)
+{
+    *out = NULL;
+    property_table t;
+    int rc = table_read(&t);
+    if (rc) {
+        table_free(&t);
+        snprintf(err, size, "out of memory");
+        return rc;
+    }
+    /* The global part by librdkafka's own copy (it keeps callbacks, certificates, interceptors
+     * and plugins), leaving out the consumer-only names and the default topic configuration,
+     * which librdkafka would copy whole. The filter matches name prefixes: no consumer-only
+     * name is the beginning of another property's (tests/test_consumer_dlq_conf.c checks). */
+    t.consumer_only[t.n_consumer_only] = "default_topic_conf";
+    rd_kafka_conf_t *d = rd_kafka_conf_dup_filter(conf, t.n_consumer_only + 1, t.consumer_only);
+    rc = d ? copy_topic_conf(d, conf, &t, err, size) : RL_ENOMEM;
+    table_free(&t);
+    char why[256];
+    if (!rc &&
+        rd_kafka_conf_set(d, "enable.idempotence", "true", why, sizeof why) != RD_KAFKA_CONF_OK) {
+        snprintf(err, size, "enable.idempotence=true: %s", why);
+        rc = RL_EKAFKA;
+    }
+    if (rc) {
+        if (d)
+            rd_kafka_conf_destroy(d);
+        else
+            snprintf(err, size, "out of memory");
+        return rc;
+    }
+    *out = d;
+    return 0;
+}
+
+/* --- the producer --- */
 
 int rl__dlq_new(rl_consumer_t *c, rd_kafka_conf_t *conf)
 {

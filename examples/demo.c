@@ -19,11 +19,17 @@
  *
  * --role producer and --role consumer run one side only (docker-compose.yml runs them against
  * a real Kafka cluster). --role cluster runs only librdkafka's mock cluster, for producer and
- * consumer processes of their own: it prints its bootstrap servers on stdout, then takes
- * commands on stdin, one a line ("down N", "up N" for broker N, "topic NAME PARTITIONS",
- * "quit"), and answers each with one line ("ok ..." or "error ..."). --record FILE writes what
- * the process produced, handled and saw committed (the format is in demo.h); the
- * process-cluster test in tests/cluster/ checks those files. */
+ * consumer processes of their own: when it is up it prints "ready bootstrap.servers=LIST" on
+ * stdout, then takes commands on stdin, one a line ("down N", "up N" for broker N, "topic NAME
+ * PARTITIONS", "quit"), and answers each line with one line ("ok ..." or "error ..."); its
+ * stdout carries nothing else. --record FILE writes what the process produced, handled and
+ * saw committed (the format is in demo.h); the process-cluster test in tests/cluster/ checks
+ * those files.
+ *
+ * A process hosting the mock cluster says why before it dies of an abort: librdkafka's mock
+ * coordinator asserts (rd_kafka_mock_cgrp_elect_leader) when a group's members use different
+ * partition assignment strategies, e.g. a kcat consumer (range by default) joining a group
+ * with a cooperative-sticky member. */
 #define _POSIX_C_SOURCE 200809L
 #include "demo.h"
 
@@ -59,6 +65,24 @@ static void on_signal(int sig)
 {
     (void)sig;
     atomic_store(&app.stop, true);
+}
+
+/* The one abort seen in a process that hosts the mock cluster is librdkafka's mock coordinator
+ * asserting (its message is on stderr just before): say what usually causes it, then die of
+ * the same signal. Only write(2), signal and raise: async-signal-safe. */
+static void on_abort(int sig)
+{
+    static const char why[] =
+        "ringlane-demo: aborted (SIGABRT) in a process hosting librdkafka's mock cluster. The "
+        "usual cause: a consumer group whose members use different "
+        "partition.assignment.strategy values (e.g. kcat, range by default, joining a group "
+        "with a cooperative-sticky member): the mock coordinator asserts in "
+        "rd_kafka_mock_cgrp_elect_leader. Give every member of a group the same strategy "
+        "(kcat: -X partition.assignment.strategy=cooperative-sticky); see docs/demo.md.\n";
+    ssize_t n = write(STDERR_FILENO, why, sizeof why - 1);
+    (void)n;
+    signal(sig, SIG_DFL);
+    raise(sig);
 }
 
 static void quiet_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
@@ -102,22 +126,24 @@ rd_kafka_conf_t *demo_consumer_conf(demo *a)
 
 static void usage(FILE *f)
 {
-    fputs("usage: ringlane-demo [--role all|producer|consumer|cluster] [--bootstrap-servers LIST]\n"
-          "         [--topic T] [--partitions N] [--keys K] [--messages M] [--rate R]\n"
-          "         [--group G] [--name NAME] [--lanes N] [--assignor cooperative-sticky|range]\n"
-          "         [--dlq-topic T] [--work-us U] [--idle-exit S] [--replication-factor F]\n"
-          "         [--session-timeout-ms MS] [--cycles N] [--record FILE] [--no-progress]\n"
-          "Without --bootstrap-servers: librdkafka's mock cluster (3 brokers) in this process.\n"
-          "--role cluster runs only that mock cluster: it prints its bootstrap servers, then\n"
-          "reads commands on stdin: down N, up N (broker N), topic NAME PARTITIONS, quit.\n"
-          "--rate 0 produces as fast as possible; --idle-exit S ends a consumer after S\n"
-          "seconds without an event, counted from its start (0: run until SIGINT/SIGTERM).\n"
-          "--name names a consumer run alone (default consumer-<pid>). --session-timeout-ms\n"
-          "sets the group's session timeout (2500 on the mock cluster in this process).\n"
-          "--record FILE appends what the process produced, handled and saw committed.\n"
-          "--cycles N runs the changes N times over the run (for soaks; the table lists the\n"
-          "first cycle's).\n",
-          f);
+    fputs(
+        "usage: ringlane-demo [--role all|producer|consumer|cluster] [--bootstrap-servers LIST]\n"
+        "         [--topic T] [--partitions N] [--keys K] [--messages M] [--rate R]\n"
+        "         [--group G] [--name NAME] [--lanes N] [--assignor cooperative-sticky|range]\n"
+        "         [--dlq-topic T] [--work-us U] [--idle-exit S] [--replication-factor F]\n"
+        "         [--session-timeout-ms MS] [--cycles N] [--record FILE] [--no-progress]\n"
+        "Without --bootstrap-servers: librdkafka's mock cluster (3 brokers) in this process.\n"
+        "--role cluster runs only that mock cluster: it prints \"ready bootstrap.servers=LIST\",\n"
+        "then reads commands on stdin: down N, up N (broker N), topic NAME PARTITIONS, quit,\n"
+        "and answers each line with one line, \"ok ...\" or \"error ...\".\n"
+        "--rate 0 produces as fast as possible; --idle-exit S ends a consumer after S\n"
+        "seconds without an event, counted from its start (0: run until SIGINT/SIGTERM).\n"
+        "--name names a consumer run alone (default consumer-<pid>). --session-timeout-ms\n"
+        "sets the group's session timeout (2500 on the mock cluster in this process).\n"
+        "--record FILE appends what the process produced, handled and saw committed.\n"
+        "--cycles N runs the changes N times over the run (for soaks; the table lists the\n"
+        "first cycle's).\n",
+        f);
 }
 
 static int parse_long(const char *s, long min, long max, long *out)
@@ -250,6 +276,10 @@ static rd_kafka_mock_cluster_t *mock;
 static int start_mock(void)
 {
     char err[256];
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_abort;
+    sigaction(SIGABRT, &sa, NULL);
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     rd_kafka_conf_set_log_cb(conf, quiet_log);
     mock_host = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
@@ -856,21 +886,32 @@ static int run_producer(void)
     return rc;
 }
 
-/* --role cluster: the mock cluster alone, steered by commands on stdin. */
+/* --role cluster: the mock cluster alone, steered by commands on stdin. Every line read is
+ * answered by one line on stdout, so that a program driving it never waits for an answer that
+ * does not come. */
 static int run_cluster(void)
 {
-    printf("bootstrap.servers %s\n", app.servers);
+    printf("ready bootstrap.servers=%s\n", app.servers);
     fflush(stdout);
     char line[512];
     while (!atomic_load(&app.stop) && fgets(line, sizeof line, stdin)) {
+        if (!strchr(line, '\n') && !feof(stdin)) {
+            int ch; /* the rest of a line too long to be a command */
+            while ((ch = getchar()) != EOF && ch != '\n')
+                ;
+            printf("error %.40s...: line too long\n", line);
+            fflush(stdout);
+            continue;
+        }
         char cmd[16] = "", name[256] = "";
         int n = 0, fields = sscanf(line, "%15s %255s %d", cmd, name, &n);
         int broker = fields >= 2 ? atoi(name) : 0;
         rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__INVALID_ARG;
         if (fields < 1) {
-            continue;
+            ; /* an empty line: answered as an error below */
         } else if (strcmp(cmd, "quit") == 0) {
             printf("ok quit\n");
+            fflush(stdout);
             break;
         } else if ((strcmp(cmd, "down") == 0 || strcmp(cmd, "up") == 0) && fields == 2 &&
                    broker >= 1 && broker <= MOCK_BROKERS) {
@@ -881,7 +922,7 @@ static int run_cluster(void)
         }
         line[strcspn(line, "\r\n")] = '\0';
         if (err)
-            printf("error %s: %s\n", line,
+            printf("error %s: %s\n", *line ? line : "(empty line)",
                    err == RD_KAFKA_RESP_ERR__INVALID_ARG
                        ? "expected down N, up N (N = 1..3), topic NAME PARTITIONS or quit"
                        : rd_kafka_err2str(err));
@@ -966,11 +1007,12 @@ int main(int argc, char **argv)
 
     if (app.mock_mode ? start_mock() : prepare_real_cluster())
         return 1;
-    if (app.mock_mode)
-        printf("mock cluster: %d brokers on %s; topic %s: %d partitions (leaders on brokers "
-               "1..3)\n",
-               MOCK_BROKERS, app.servers, app.topic, app.partitions);
     bool cluster_role = strcmp(app.role, "cluster") == 0;
+    if (app.mock_mode) /* --role cluster keeps stdout for its answers */
+        fprintf(cluster_role ? stderr : stdout,
+                "mock cluster: %d brokers on %s; topic %s: %d partitions (leaders on brokers "
+                "1..3)\n",
+                MOCK_BROKERS, app.servers, app.topic, app.partitions);
     if (!consumer_role && !cluster_role)
         printf("producer: %ld events over keys user:0..user:%d at %ld/s (0: unlimited) to %s\n",
                app.messages, app.keys - 1, app.rate, app.topic);

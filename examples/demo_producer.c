@@ -119,6 +119,11 @@ int demo_producer_start(demo_producer *p, demo *app, bool specials)
         return rc;
     char err[512];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    /* The topic configuration with the partitioner first: a default topic conf set after a
+     * topic property (message.timeout.ms) would drop it (librdkafka's CONFWARN says so). */
+    rd_kafka_topic_conf_t *tconf = rd_kafka_topic_conf_new();
+    rl_kafka_partitioner_install(p->part, tconf);
+    rd_kafka_conf_set_default_topic_conf(conf, tconf);
     if (rd_kafka_conf_set(conf, "bootstrap.servers", app->servers, err, sizeof err) ||
         rd_kafka_conf_set(conf, "linger.ms", "5", err, sizeof err) ||
         rd_kafka_conf_set(conf, "enable.idempotence", "true", err, sizeof err) ||
@@ -127,9 +132,6 @@ int demo_producer_start(demo_producer *p, demo *app, bool specials)
         rd_kafka_conf_destroy(conf);
         return RL_EKAFKA;
     }
-    rd_kafka_topic_conf_t *tconf = rd_kafka_topic_conf_new();
-    rl_kafka_partitioner_install(p->part, tconf);
-    rd_kafka_conf_set_default_topic_conf(conf, tconf);
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
     rd_kafka_conf_set_log_cb(conf, quiet);
     rd_kafka_conf_set_opaque(conf, p);

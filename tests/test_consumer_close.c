@@ -38,10 +38,10 @@ static bool join_answered(rd_kafka_t *rk)
     return p && strcmp(p, "NONE") != 0;
 }
 
-/* argv: --child BOOTSTRAPS GROUP TOPIC STRATEGY WHEN REVOKE_TIMEOUT_MS. WHEN is "at-once" (close
- * right after making the consumer) or "joined" (close once the JoinGroup is answered). Exits 0
- * after a clean close, 3 when the case could not be set up; an abort is SIGABRT. Prints what it
- * saw. */
+/* argv: --child BOOTSTRAPS GROUP TOPIC STRATEGY WHEN REVOKE_TIMEOUT_MS
+ * FIRST_ASSIGNMENT_TIMEOUT_MS. WHEN is "at-once" (close right after making the consumer) or
+ * "joined" (close once the JoinGroup is answered). Exits 0 after a clean close, 3 when the case
+ * could not be set up; an abort is SIGABRT. Prints what it saw and how long the close took. */
 static int child_main(char **argv)
 {
     cluster parent = {.bootstraps = argv[2]}; /* the parent's mock cluster */
@@ -50,6 +50,7 @@ static int child_main(char **argv)
     cthread t;
     ct_init(&t, consumer_conf(&parent, argv[3], argv[5]), topics, 1, nop_handler, NULL);
     t.opts.revoke_timeout_ms = (uint32_t)strtoul(argv[7], NULL, 10);
+    t.opts.first_assignment_timeout_ms = (uint32_t)strtoul(argv[8], NULL, 10);
     if (ct_start(&t) != 0)
         return 3;
     if (wait_join) {
@@ -60,8 +61,11 @@ static int child_main(char **argv)
             return 3;
         }
     }
+    double close_start = now_s();
     ct_stop(&t);
-    printf("closed assigned=%" PRIu64 " errors=%ld\n", t.last.assigned, t.errors);
+    long close_ms = (long)((now_s() - close_start) * 1000);
+    printf("closed assigned=%" PRIu64 " errors=%ld close_ms=%ld\n", t.last.assigned, t.errors,
+           close_ms);
     fflush(stdout);
     ct_free(&t);
     return 0;
@@ -101,17 +105,20 @@ static char **child_env(bool keep_leaks, char *asan, size_t size)
 }
 
 static child_result run_child(const char *group, const char *topic, const char *strategy,
-                              const char *when, unsigned revoke_timeout_ms, bool keep_leaks)
+                              const char *when, unsigned revoke_timeout_ms,
+                              unsigned first_assignment_timeout_ms, bool keep_leaks)
 {
     char self[4096];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     assert_true(n > 0);
     self[n] = '\0';
-    char timeout[16];
+    char timeout[16], first[16];
     snprintf(timeout, sizeof timeout, "%u", revoke_timeout_ms);
+    snprintf(first, sizeof first, "%u", first_assignment_timeout_ms);
     char *argv[] = {self,          "--child",     (char *)k.bootstraps,
                     (char *)group, (char *)topic, (char *)strategy,
-                    (char *)when,  timeout,       NULL};
+                    (char *)when,  timeout,       first,
+                    NULL};
     int out[2];
     assert_int_equal(pipe(out), 0);
     posix_spawn_file_actions_t fa;
@@ -156,7 +163,7 @@ static void close_before_the_join_is_answered(void **state)
     (void)state;
     const char *group = "g-close-at-once", *topic = "close-at-once";
     assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, PARTITIONS, 1), 0);
-    child_result r = run_child(group, topic, "cooperative-sticky", "at-once", 10000, false);
+    child_result r = run_child(group, topic, "cooperative-sticky", "at-once", 10000, 10000, false);
     assert_true(WIFEXITED(r.status));
     assert_int_equal(WEXITSTATUS(r.status), 0);
 }
@@ -170,22 +177,23 @@ static void close_between_join_and_first_assignment(void **state)
     const char *group = "g-close-joined", *topic = "close-joined";
     assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, PARTITIONS, 1), 0);
     hold_sync_group(group, 1, 2000);
-    child_result r = run_child(group, topic, "cooperative-sticky", "joined", 10000, false);
+    child_result r = run_child(group, topic, "cooperative-sticky", "joined", 10000, 10000, false);
     assert_true(WIFEXITED(r.status));
     assert_int_equal(WEXITSTATUS(r.status), 0);
     if (rd_kafka_version() < KAFKA_COOP_DESTROY_FIXED) /* it waited for the assignment */
         assert_non_null(strstr(r.out, "closed assigned=4 errors=0"));
 }
 
-/* The assignment does not come within revoke_timeout_ms: the close ends anyway, without an
- * abort, and on librdkafka before 2.3.0 it reports that the handle was left undestroyed. */
+/* The assignment does not come within first_assignment_timeout_ms: the close ends anyway,
+ * without an abort, and on librdkafka before 2.3.0 it reports that the handle was left
+ * undestroyed. */
 static void close_when_the_first_assignment_never_comes(void **state)
 {
     (void)state;
     const char *group = "g-close-no-sync", *topic = "close-no-sync";
     assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, PARTITIONS, 1), 0);
     hold_sync_group(group, 1, 6000);
-    child_result r = run_child(group, topic, "cooperative-sticky", "joined", 1000, true);
+    child_result r = run_child(group, topic, "cooperative-sticky", "joined", 10000, 1000, true);
     assert_true(WIFEXITED(r.status));
     assert_int_equal(WEXITSTATUS(r.status), 0);
     if (rd_kafka_version() < KAFKA_COOP_DESTROY_FIXED)
@@ -199,14 +207,99 @@ static void eager_close_between_join_and_first_assignment(void **state)
     const char *group = "g-close-joined-range", *topic = "close-joined-range";
     assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, PARTITIONS, 1), 0);
     hold_sync_group(group, 1, 2000);
-    child_result r = run_child(group, topic, "range", "joined", 10000, false);
+    child_result r = run_child(group, topic, "range", "joined", 10000, 10000, false);
     assert_true(WIFEXITED(r.status));
     assert_int_equal(WEXITSTATUS(r.status), 0);
 }
 
+static atomic_long handled;
+
+static int count_handler(rl_consumer_t *c, const rd_kafka_message_t *m, uint32_t attempt)
+{
+    (void)c;
+    (void)m;
+    (void)attempt;
+    atomic_fetch_add(&handled, 1);
+    return 0;
+}
+
+/* A close during start-up, when the group cannot answer at all (its coordinator, broker 3, is
+ * down: a cluster out of reach looks the same): the close waits first_assignment_timeout_ms
+ * (500 ms here), not revoke_timeout_ms (left at its 30 s default), and leaves. The bound of
+ * the test is 10 s: 20 times the option, so a loaded machine or a sanitizer build does not
+ * fail it, and a third of the 30 s that the close took before the option (it waited
+ * revoke_timeout_ms for an assignment that could not come), so that one does. Then nothing
+ * was committed, and the group's next consumer handles every message. */
+static void close_before_any_answer_ends_within_its_bound(void **state)
+{
+    (void)state;
+    const char *group = "g-close-unreachable", *topic = "close-unreachable";
+    enum { MESSAGES = 200 };
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, PARTITIONS, 1), 0);
+    producer p;
+    producer_start(&p, &k);
+    for (int i = 0; i < MESSAGES; i++)
+        produce_seq(&p, topic, i % 20, i / 20);
+    producer_flush(&p);
+    producer_stop(&p);
+
+    assert_int_equal(rd_kafka_mock_coordinator_set(k.mock, "group", group, 3), 0);
+    assert_int_equal(rd_kafka_mock_broker_set_down(k.mock, 3), 0);
+    child_result r = run_child(group, topic, "cooperative-sticky", "at-once", 30000, 500, false);
+    assert_int_equal(rd_kafka_mock_broker_set_up(k.mock, 3), 0);
+    assert_true(WIFEXITED(r.status));
+    assert_int_equal(WEXITSTATUS(r.status), 0);
+    assert_non_null(strstr(r.out, "closed assigned=0 ")); /* errors: broker 3 refused */
+    const char *ms = strstr(r.out, "close_ms=");
+    assert_non_null(ms);
+    long close_ms = strtol(ms + 9, NULL, 10);
+    if (close_ms > 10000)
+        fail_msg("the close took %ld ms, over the test's bound of 10 s", close_ms);
+
+    int64_t committed[PARTITIONS];
+    committed_offsets(&k, group, topic, PARTITIONS, committed);
+    for (int i = 0; i < PARTITIONS; i++)
+        assert_int_equal(committed[i], -1);
+    const char *topics[] = {topic};
+    cthread t;
+    atomic_store(&handled, 0);
+    ct_init(&t, consumer_conf(&k, group, "cooperative-sticky"), topics, 1, count_handler, NULL);
+    assert_rl_ok(ct_start(&t));
+    WAIT_FOR(atomic_load(&handled) >= MESSAGES, 60);
+    ct_stop(&t);
+    ct_free(&t);
+    assert_int_equal(atomic_load(&handled), MESSAGES);
+}
+
+/* A close must wait at least 1 ms for a first assignment: 0 is refused, and says so. */
+static void first_assignment_timeout_zero_is_refused(void **state)
+{
+    (void)state;
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    const char *topics[] = {"close-refused"};
+    const char *lanes[] = {"a"};
+    rl_consumer_options o;
+    rl_consumer_options_init(&o);
+    assert_int_equal(o.first_assignment_timeout_ms, 5000);
+    o.conf = consumer_conf(&k, "g-close-refused", "cooperative-sticky");
+    o.topics = topics;
+    o.topic_count = 1;
+    o.handler = count_handler;
+    o.dispatch.lanes = lanes;
+    o.dispatch.lane_count = 1;
+    o.first_assignment_timeout_ms = 0;
+    rl_consumer_t *c = (rl_consumer_t *)&c;
+    assert_int_equal(rl_consumer_new(&loop, &o, &c), RL_EINVAL);
+    assert_null(c);
+    assert_non_null(strstr(rl_last_error_detail(), "first_assignment_timeout_ms 0: "));
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc == 8 && strcmp(argv[1], "--child") == 0)
+    if (argc == 9 && strcmp(argv[1], "--child") == 0)
         return child_main(argv);
     print_message("librdkafka %s\n", rd_kafka_version_str());
     const struct CMUnitTest tests[] = {
@@ -214,6 +307,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(close_between_join_and_first_assignment),
         cmocka_unit_test(close_when_the_first_assignment_never_comes),
         cmocka_unit_test(eager_close_between_join_and_first_assignment),
+        cmocka_unit_test(close_before_any_answer_ends_within_its_bound),
+        cmocka_unit_test(first_assignment_timeout_zero_is_refused),
     };
     return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
 }

@@ -142,8 +142,11 @@ typedef struct rl_consumer_options {
     /* The dead-letter topic: NULL = "<source topic>.dlq"; "" = none (dead letters are only
      * reported to on_dead_letter and count as done). */
     const char *dlq_topic;
-    /* The dead-letter producer's configuration (taken over like conf); NULL = a copy of conf
-     * without its consumer properties, with enable.idempotence=true. */
+    /* The dead-letter producer's configuration (taken over like conf), used as it is; NULL = a
+     * copy of conf without the properties the running librdkafka marks consumer-only (so the
+     * producer logs no CONFWARN about them), with enable.idempotence=true. Producer properties
+     * set on conf come along, but the consumer warns that it ignores them: settings for the
+     * dead-letter producer alone belong in a dlq_conf. */
     rd_kafka_conf_t *dlq_conf;
     int null_key;                /* enum rl_consumer_null_key (PARTITION) */
     uint32_t max_key_len;        /* longer keys are dead-lettered (4096) */
@@ -153,6 +156,10 @@ typedef struct rl_consumer_options {
     uint32_t revoke_timeout_ms;  /* how long a revoke waits for in-flight messages (30000) */
     uint32_t commit_interval_ms; /* how often stored watermarks are committed (1000) */
     uint32_t dlq_retry_ms;       /* delay before a failed dead-letter produce is retried (1000) */
+    /* How long a close before the consumer's first assignment waits for it (5000), with
+     * cooperative-sticky on librdkafka before 2.3.0 only (see rl_consumer_close); then the
+     * close goes on. Not 0. */
+    uint32_t first_assignment_timeout_ms;
     rl_consumer_rebalance_cb on_rebalance;     /* NULL: none */
     rl_consumer_dead_letter_cb on_dead_letter; /* NULL: none */
     rl_consumer_error_cb on_error;             /* NULL: none */
@@ -167,8 +174,9 @@ RL_EXTERN void rl_consumer_options_init(rl_consumer_options *opts);
  * subscribed to the topics, and the dead-letter producer. Errors: RL_EINVAL (NULL argument, no
  * conf or topics; not exactly one of handler and async_handler; no lanes with a blocking
  * handler; a dispatch callback set; dispatch.workers with async_handler, dispatch.job_timeout_ms
- * with handler; a zero limit), RL_EKAFKA (librdkafka refused the configuration or the
- * subscription), the dispatcher's errors, RL_ENOMEM, RL_ELOOP. */
+ * with handler; a zero limit, first_assignment_timeout_ms included), RL_EKAFKA (librdkafka
+ * refused the configuration or the subscription), the dispatcher's errors, RL_ENOMEM,
+ * RL_ELOOP. */
 RL_EXTERN int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts,
                               rl_consumer_t **out);
 
@@ -198,10 +206,11 @@ RL_EXTERN rd_kafka_t *rl_consumer_kafka(rl_consumer_t *c);
  * the final flush and librdkafka's destroy do, within their bounds. cb (may be NULL) runs when
  * everything has ended; the consumer is freed when it returns. On librdkafka before 2.3.0
  * with cooperative-sticky, a close before the consumer's first assignment waits for it (up to
- * revoke_timeout_ms) before leaving: destroying it in between aborts there (librdkafka issue
- * 4312). If none comes although the group answered the join, the librdkafka handle is left
- * undestroyed and on_error says so. Errors: RL_EINVAL, RL_ESTATE (not the loop thread),
- * RL_ECLOSED (already closing). */
+ * first_assignment_timeout_ms, 5 s by default) before leaving: destroying it in between aborts
+ * there (librdkafka issue 4312). If none comes although the group answered the join, the
+ * librdkafka handle is left undestroyed and on_error says so; if the group never answered
+ * (a cluster out of reach), the close just goes on. Errors: RL_EINVAL, RL_ESTATE (not the loop
+ * thread), RL_ECLOSED (already closing). */
 RL_EXTERN int rl_consumer_close(rl_consumer_t *c, rl_consumer_close_cb cb);
 
 /* --- statistics (loop thread) --- */

@@ -60,31 +60,23 @@ fail() {
     exit 1
 }
 
-# --- the cluster: its stdin is a FIFO the script keeps open on descriptor 3 ---
-mkfifo "$work/cluster.in"
-"$demo" --role cluster --group "$group" <"$work/cluster.in" >"$work/cluster.log" 2>&1 &
+# --- the cluster: its stdin and stdout are FIFOs this script holds on descriptors 3 and 4 ---
+# It answers "ready bootstrap.servers=..." when it is up and one line per command; when it
+# dies, the read of its stdout ends at once (docs/demo.md shows the same by hand).
+mkfifo "$work/cluster.in" "$work/cluster.out"
+"$demo" --role cluster --group "$group" <"$work/cluster.in" >"$work/cluster.out" \
+    2>"$work/cluster.log" &
 cluster_pid=$!
-exec 3>"$work/cluster.in"
-i=0
-until servers=$(awk '/^bootstrap.servers / { print $2; exit }' "$work/cluster.log") &&
-    [ -n "$servers" ]; do
-    i=$((i + 1))
-    [ "$i" -le 100 ] || fail "the cluster printed no bootstrap servers in 10 s"
-    kill -0 "$cluster_pid" 2>/dev/null || fail "the cluster process ended"
-    sleep 0.1
-done
+exec 3>"$work/cluster.in" 4<"$work/cluster.out"
+IFS= read -r ready <&4 || fail "the cluster process ended before it was ready"
+servers=${ready#ready bootstrap.servers=}
 say "cluster: $servers (pid $cluster_pid)"
 
-# cluster_cmd CMD: one command, and its answer awaited.
+# cluster_cmd CMD: one command, and its answer.
 cluster_cmd() {
-    echo "$1" >&3
-    i=0
-    until grep -q "^ok $1\$" "$work/cluster.log"; do
-        grep -q "^error $1" "$work/cluster.log" && fail "cluster: $(grep "^error $1" "$work/cluster.log")"
-        i=$((i + 1))
-        [ "$i" -le 100 ] || fail "cluster: no answer to '$1'"
-        sleep 0.1
-    done
+    (echo "$1" >&3) 2>/dev/null && IFS= read -r answer <&4 ||
+        fail "cluster: the process ended (no answer to '$1')"
+    [ "$answer" = "ok $1" ] || fail "cluster: $answer"
 }
 cluster_cmd "topic ringlane.idle 1"
 
@@ -97,7 +89,7 @@ start_consumer() {
     eval "inc=\$((inc_$1 + 1)); inc_$1=\$inc"
     "$demo" --role consumer --bootstrap-servers "$servers" --group "$group" --name "consumer-$1" \
         --keys "$keys" --session-timeout-ms 3000 --no-progress \
-        --record "$work/consumer-$1.$inc.rec" >>"$work/consumer-$1.log" 2>&1 &
+        --record "$work/consumer-$1.$inc.rec" >>"$work/consumer-$1.log" 2>&1 3>&- 4<&- &
     eval "pid_$1=\$!"
     say "start consumer-$1 (incarnation $inc, pid $!)"
 }
@@ -113,11 +105,11 @@ kill_consumer() {
 }
 
 "$demo" --role consumer --bootstrap-servers "$servers" --topic ringlane.idle --group idle \
-    --name consumer-idle --idle-exit 1 --no-progress >"$work/idle.log" 2>&1 &
+    --name consumer-idle --idle-exit 1 --no-progress >"$work/idle.log" 2>&1 3>&- 4<&- &
 idle_pid=$!
 for n in 1 2 3; do start_consumer "$n"; done
 "$demo" --role producer --bootstrap-servers "$servers" --messages "$messages" --rate "$rate" \
-    --keys "$keys" --no-progress --record "$work/producer.rec" >"$work/producer.log" 2>&1 &
+    --keys "$keys" --no-progress --record "$work/producer.rec" >"$work/producer.log" 2>&1 3>&- 4<&- &
 producer_pid=$!
 say "producer: $messages events over $keys keys at $rate/s (pid $producer_pid)"
 
@@ -198,7 +190,7 @@ done
 cluster_cmd quit
 wait "$cluster_pid"
 cluster_pid=""
-exec 3>&-
+exec 3>&- 4<&-
 say "stopped; $(grep -c . "$work/kills") kills, $(files | wc -l) consumer processes in all"
 for n in 1 2 3; do
     say "consumer-$n: $(grep -h "^consumer-$n: handled .* events" "$work/consumer-$n.log" | tail -n 1 | cut -d, -f1-3)"
