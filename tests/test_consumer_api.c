@@ -161,6 +161,10 @@ static void new_refuses_bad_options(void **state)
         conf_set_ok(o.dlq_conf, "enable.idempotence", "false");
     });
 
+    /* ... and the subscription. */
+    static const char *const bad_regex[] = {"^["};
+    REFUSED(RL_EKAFKA, "topics: librdkafka refused the subscription: ", "", o.topics = bad_regex);
+
     /* A success right after a refusal leaves no detail. */
     rl_consumer_options good;
     valid_options(&good);

@@ -185,7 +185,8 @@ static int build_error(const char *cmd, const char *profile, uint32_t vnodes, in
         return cli_usage_error(cmd, "ketama members are HOST or HOST:PORT with a port 1..65535");
     if (rc == RL_EWEIGHT && strcmp(p->name, "jump") == 0)
         return cli_usage_error(cmd, "jump buckets take no weights (every bucket is one)");
-    return cli_usage_error(cmd, "cannot build the ring: %s", rl_strerror(rc));
+    return cli_usage_error(cmd, "cannot build the ring: %s: %s", rl_strerror(rc),
+                           rl_last_error_detail());
 }
 
 int cli_build_ring(const char *cmd, const char *profile, uint32_t vnodes, const cli_spec *spec,

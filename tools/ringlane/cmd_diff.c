@@ -102,7 +102,7 @@ static int diff_profiles(const char *cmd, const char *list, const cli_spec *from
             cli_error(cmd, "%s: cannot build the rings: %s", names[i],
                       rc == RL_EWEIGHT && strcmp(names[i], "jump") == 0
                           ? "jump buckets take no weights"
-                          : rl_strerror(rc));
+                          : rl_last_error_detail());
             rl_ring_free(d[i].from);
             d[i].from = NULL;
             skipped++;
