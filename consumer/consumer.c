@@ -2,6 +2,7 @@
 /* The consumer's life on the loop: making it, waking up when librdkafka has something, polling
  * in bounded batches, the periodic tick, and closing. */
 #include "consumer_internal.h"
+#include "error_detail_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -261,26 +262,78 @@ int rl_consumer_close(rl_consumer_t *c, rl_consumer_close_cb cb)
 
 static int check_options(const rl_consumer_options *o)
 {
-    if (!o->conf || !o->topics || !o->topic_count || !o->handler == !o->async_handler)
-        return RL_EINVAL;
+    if (!o->conf)
+        return rl_error_detail_set(RL_EINVAL, "conf NULL: the consumer needs its librdkafka "
+                                              "configuration (bootstrap.servers, group.id)");
+    if (o->dlq_conf == o->conf)
+        return rl_error_detail_set(RL_EINVAL, "dlq_conf is conf: both are taken over; give the "
+                                              "dead-letter producer a configuration of its own, "
+                                              "or NULL for a copy of conf");
+    if (!o->topics)
+        return rl_error_detail_set(RL_EINVAL, "topics NULL: subscribe to at least one topic");
+    if (!o->topic_count)
+        return rl_error_detail_set(RL_EINVAL, "topic_count 0: subscribe to at least one topic");
     for (size_t i = 0; i < o->topic_count; i++)
         if (!o->topics[i] || !*o->topics[i])
-            return RL_EINVAL;
+            return rl_error_detail_set(RL_EINVAL, "topics[%zu] %s: a topic needs a name", i,
+                                       o->topics[i] ? "\"\"" : "NULL");
+    if (!o->handler && !o->async_handler)
+        return rl_error_detail_set(RL_EINVAL, "handler and async_handler NULL: give exactly one "
+                                              "(handler blocks on a lane worker, async_handler "
+                                              "starts the work on the loop)");
+    if (o->handler && o->async_handler)
+        return rl_error_detail_set(RL_EINVAL,
+                                   "handler and async_handler both set: give exactly one");
     const rl_dispatch_options *d = &o->dispatch;
-    if (d->handler || d->async_handler || d->on_done || d->on_capacity || d->data)
-        return RL_EINVAL;
-    /* Lanes are required, but for an asynchronous consumer given none at all (its default). */
-    bool default_lanes = o->async_handler && !d->lanes && !d->lane_count;
-    if (!default_lanes && (!d->lanes || !d->lane_count))
-        return RL_EINVAL;
-    if ((o->async_handler && d->workers) || (o->handler && d->job_timeout_ms))
-        return RL_EINVAL; /* the other kind of handler's option */
+    const char *own = d->handler         ? "handler"
+                      : d->async_handler ? "async_handler"
+                      : d->on_done       ? "on_done"
+                      : d->on_capacity   ? "on_capacity"
+                      : d->data          ? "data"
+                                         : NULL;
+    if (own)
+        return rl_error_detail_set(RL_EINVAL,
+                                   "dispatch.%s set: the consumer's own (give handler or "
+                                   "async_handler, and data, in the consumer's options)",
+                                   own);
+    if (o->async_handler && d->workers)
+        return rl_error_detail_set(RL_EINVAL,
+                                   "dispatch.workers %u with async_handler: workers are for "
+                                   "blocking handlers; an asynchronous lane needs no thread",
+                                   d->workers);
+    if (o->handler && d->job_timeout_ms)
+        return rl_error_detail_set(RL_EINVAL,
+                                   "dispatch.job_timeout_ms %u with handler: the time limit is "
+                                   "for async_handler (a blocking call cannot be cut short)",
+                                   d->job_timeout_ms);
+    /* Lanes NULL with a count are named for you (by the dispatcher); neither is the default of
+     * an asynchronous consumer only. */
+    if (o->handler && !d->lanes && !d->lane_count)
+        return rl_error_detail_set(RL_EINVAL,
+                                   "dispatch.lanes NULL with dispatch.lane_count 0: a blocking "
+                                   "handler needs lanes (a thread each, or dispatch.workers): "
+                                   "set dispatch.lane_count, or dispatch.lanes");
     if (o->null_key != RL_CONSUMER_NULL_KEY_PARTITION &&
         o->null_key != RL_CONSUMER_NULL_KEY_DEAD_LETTER)
-        return RL_EINVAL;
-    if (!o->max_key_len || !o->window || o->window > (1u << 24) || !o->pending_max ||
-        !o->poll_batch || !o->commit_interval_ms || !o->dlq_retry_ms)
-        return RL_EINVAL;
+        return rl_error_detail_set(RL_EINVAL,
+                                   "null_key %d: not a policy (RL_CONSUMER_NULL_KEY_PARTITION %d "
+                                   "or RL_CONSUMER_NULL_KEY_DEAD_LETTER %d)",
+                                   o->null_key, RL_CONSUMER_NULL_KEY_PARTITION,
+                                   RL_CONSUMER_NULL_KEY_DEAD_LETTER);
+    static const char *const range = "1..4294967295";
+    const char *zero = !o->max_key_len          ? "max_key_len"
+                       : !o->window             ? "window"
+                       : !o->pending_max        ? "pending_max"
+                       : !o->poll_batch         ? "poll_batch"
+                       : !o->commit_interval_ms ? "commit_interval_ms"
+                       : !o->dlq_retry_ms       ? "dlq_retry_ms"
+                                                : NULL;
+    if (zero)
+        return rl_error_detail_set(RL_EINVAL, "%s 0: must be %s", zero,
+                                   strcmp(zero, "window") == 0 ? "1..16777216" : range);
+    if (o->window > (1u << 24))
+        return rl_error_detail_set(
+            RL_EINVAL, "window %u: over 16777216 offsets in flight per partition", o->window);
     if (!o->first_assignment_timeout_ms)
         return rl_error_detail_set(RL_EINVAL,
                                    "first_assignment_timeout_ms 0: a close before the first "
@@ -289,15 +342,18 @@ static int check_options(const rl_consumer_options *o)
     size_t size = sizeof group;
     rd_kafka_conf_res_t res = rd_kafka_conf_get(o->conf, "group.id", group, &size);
     if (res != RD_KAFKA_CONF_OK || size <= 1)
-        return RL_EINVAL; /* a consumer group is the point */
+        return rl_error_detail_set(RL_EINVAL,
+                                   "conf: no group.id (the consumer commits a group's offsets)");
     return 0;
 }
 
-static int set(rd_kafka_conf_t *conf, const char *name, const char *value)
+static int set(rd_kafka_conf_t *conf, const char *what, const char *name, const char *value)
 {
     char err[256];
-    return rd_kafka_conf_set(conf, name, value, err, sizeof err) == RD_KAFKA_CONF_OK ? 0
-                                                                                     : RL_EKAFKA;
+    if (rd_kafka_conf_set(conf, name, value, err, sizeof err) == RD_KAFKA_CONF_OK)
+        return 0;
+    return rl_error_detail_set(RL_EKAFKA, "%s: librdkafka refused %s=%s: %s", what, name, value,
+                               err);
 }
 
 static int subscribe(rl_consumer_t *c, const rl_consumer_options *o)
@@ -309,7 +365,8 @@ static int subscribe(rl_consumer_t *c, const rl_consumer_options *o)
     rd_kafka_topic_partition_list_destroy(l);
     if (err) {
         rl__consumer_error(c, err, "subscribe");
-        return RL_EKAFKA;
+        return rl_error_detail_set(RL_EKAFKA, "topics: librdkafka refused the subscription: %s",
+                                   rd_kafka_err2str(err));
     }
     return 0;
 }
@@ -341,7 +398,7 @@ static int kafka_new(rl_consumer_t *c, const rl_consumer_options *o)
         char err[512];
         rc = rl__dlq_conf(conf, &dconf, err, sizeof err);
         if (rc)
-            rl__consumer_error(c, RD_KAFKA_RESP_ERR__INVALID_ARG, "dead-letter producer: %s", err);
+            rl_error_detail_set(rc, "conf: its copy for the dead-letter producer: %s", err);
     } else if (!c->dlq_enabled && dconf) {
         rd_kafka_conf_destroy(dconf);
         dconf = NULL;
@@ -349,10 +406,12 @@ static int kafka_new(rl_consumer_t *c, const rl_consumer_options *o)
     /* librdkafka commits what we store, and only the watermark is ever stored. */
     char interval[16];
     snprintf(interval, sizeof interval, "%u", (unsigned)o->commit_interval_ms);
-    if (!rc && (set(conf, "enable.auto.commit", "true") != 0 ||
-                set(conf, "enable.auto.offset.store", "false") != 0 ||
-                set(conf, "auto.commit.interval.ms", interval) != 0))
-        rc = RL_EKAFKA;
+    if (!rc)
+        rc = set(conf, "conf", "enable.auto.commit", "true");
+    if (!rc)
+        rc = set(conf, "conf", "enable.auto.offset.store", "false");
+    if (!rc)
+        rc = set(conf, "conf", "auto.commit.interval.ms", interval);
     if (rc) {
         rd_kafka_conf_destroy(conf);
         if (dconf)
@@ -371,7 +430,8 @@ static int kafka_new(rl_consumer_t *c, const rl_consumer_options *o)
         rd_kafka_conf_destroy(conf);
         if (dconf)
             rd_kafka_conf_destroy(dconf);
-        return RL_EKAFKA;
+        return rl_error_detail_set(RL_EKAFKA, "conf: librdkafka refused to make the consumer: %s",
+                                   err);
     }
     rd_kafka_poll_set_consumer(c->rk);
     c->q = rd_kafka_queue_get_consumer(c->rk);
@@ -398,43 +458,26 @@ static void kafka_free(rl_consumer_t *c)
     c->rk = NULL;
 }
 
-static void free_lanes(char **names, size_t n)
-{
-    for (size_t i = 0; names && i < n; i++)
-        free(names[i]);
-    free(names);
-}
-
-/* The default lanes of an asynchronous consumer: "async-0" ... (the dispatcher copies them). */
-static char **default_lanes(size_t n)
-{
-    char **names = calloc(n, sizeof *names);
-    for (size_t i = 0; names && i < n; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "async-%zu", i);
-        if (!(names[i] = strdup(name))) {
-            free_lanes(names, n);
-            return NULL;
-        }
-    }
-    return names;
-}
-
 int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_consumer_t **out)
 {
+    rl_error_detail_clear();
     if (out)
         *out = NULL;
-    int rc = !out || !loop || !opts ? RL_EINVAL : check_options(opts);
+    int rc = !out    ? rl_error_detail_set(RL_EINVAL, "out NULL: nowhere to put the consumer")
+             : !loop ? rl_error_detail_set(RL_EINVAL, "loop NULL: a consumer runs on a uv_loop_t")
+             : !opts ? rl_error_detail_set(RL_EINVAL,
+                                           "opts NULL: fill them with rl_consumer_options_init()")
+                     : check_options(opts);
     rl_consumer_t *c = rc ? NULL : calloc(1, sizeof *c);
     if (!rc && !c)
-        rc = RL_ENOMEM;
+        rc = rl_error_detail_set(RL_ENOMEM, "out of memory: the consumer");
     if (!rc && uv_mutex_init(&c->wake_mu) != 0)
-        rc = RL_ELOOP;
+        rc = rl_error_detail_set(RL_ELOOP, "loop: uv_mutex_init failed for the consumer");
     if (rc) {
         free(c);
         if (opts && opts->conf)
             rd_kafka_conf_destroy(opts->conf);
-        if (opts && opts->dlq_conf)
+        if (opts && opts->dlq_conf && opts->dlq_conf != opts->conf)
             rd_kafka_conf_destroy(opts->dlq_conf);
         return rc;
     }
@@ -449,7 +492,7 @@ int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_
     c->dlq_enabled = !opts->dlq_topic || *opts->dlq_topic;
     c->opts.dlq_topic = NULL;
     if (opts->dlq_topic && *opts->dlq_topic && !(c->opts.dlq_topic = strdup(opts->dlq_topic)))
-        rc = RL_ENOMEM;
+        rc = rl_error_detail_set(RL_ENOMEM, "out of memory: a copy of dlq_topic");
 
     rl_dispatch_options dopts = opts->dispatch;
     c->async = opts->async_handler != NULL;
@@ -460,17 +503,11 @@ int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_
     dopts.on_done = rl__job_done;
     dopts.on_capacity = rl__on_capacity;
     dopts.data = c;
-    char **names = NULL;
-    if (!rc && c->async && !dopts.lanes) {
-        names = default_lanes(RL_CONSUMER_ASYNC_LANES);
-        if (!names)
-            rc = RL_ENOMEM;
-        dopts.lanes = (const char *const *)names;
+    /* No lanes at all: an asynchronous consumer's many, named by the dispatcher's rule. */
+    if (c->async && !dopts.lanes && !dopts.lane_count)
         dopts.lane_count = RL_CONSUMER_ASYNC_LANES;
-    }
-    if (!rc)
-        rc = rl_dispatch_init(loop, &dopts, &c->d);
-    free_lanes(names, RL_CONSUMER_ASYNC_LANES);
+    if (!rc && (rc = rl_dispatch_init(loop, &dopts, &c->d)) != 0)
+        rl__detail_prefix(rc, "dispatch.");
     c->d_for_complete = c->d;
     if (rc) {
         rd_kafka_conf_destroy(opts->conf);
@@ -480,13 +517,21 @@ int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_
         rc = kafka_new(c, opts); /* takes the configurations over */
     }
     if (!rc) {
-        if (uv_async_init(loop, &c->wake, on_wake) != 0) {
-            rc = RL_ELOOP;
+        int uerr = uv_async_init(loop, &c->wake, on_wake);
+        if (uerr) {
+            rc = rl_error_detail_set(RL_ELOOP, "loop: uv_async_init: %s", uv_strerror(uerr));
         } else {
             c->wake.data = c;
+            c->timer.data = c;
+            c->revoke_timer.data = c;
             c->handles_open = 1;
-            if (uv_timer_init(loop, &c->timer) != 0 || uv_timer_init(loop, &c->revoke_timer) != 0)
-                rc = RL_ELOOP;
+            if ((uerr = uv_timer_init(loop, &c->timer)) == 0) {
+                c->handles_open = 2;
+                if ((uerr = uv_timer_init(loop, &c->revoke_timer)) == 0)
+                    c->handles_open = 3;
+            }
+            if (uerr)
+                rc = rl_error_detail_set(RL_ELOOP, "loop: uv_timer_init: %s", uv_strerror(uerr));
         }
     }
     if (rc) {
@@ -495,9 +540,11 @@ int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_
         if (c->d)
             rl_dispatch_close(c->d, RL_DISPATCH_STOP, NULL); /* frees itself on the loop */
         if (c->handles_open) {
-            /* The wake handle exists: it must be closed on the loop before c can go. */
+            /* Handles exist: they must be closed on the loop before c can go. */
             c->close_cb = NULL;
             uv_close((uv_handle_t *)&c->wake, on_handle_closed);
+            if (c->handles_open >= 2)
+                uv_close((uv_handle_t *)&c->timer, on_handle_closed);
         } else {
             uv_mutex_destroy(&c->wake_mu);
             free((void *)c->opts.dlq_topic);
@@ -505,9 +552,6 @@ int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_
         }
         return rc;
     }
-    c->handles_open = 3;
-    c->timer.data = c;
-    c->revoke_timer.data = c;
     uv_mutex_lock(&c->wake_mu);
     c->wake_alive = true;
     uv_mutex_unlock(&c->wake_mu);

@@ -176,7 +176,10 @@ int rl__dlq_new(rl_consumer_t *c, rd_kafka_conf_t *conf)
     if (!c->dlq) {
         rd_kafka_conf_destroy(conf);
         rl__consumer_error(c, RD_KAFKA_RESP_ERR__INVALID_ARG, "dead-letter producer: %s", err);
-        return RL_EKAFKA;
+        return rl_error_detail_set(RL_EKAFKA,
+                                   "dlq_conf: librdkafka refused to make the "
+                                   "dead-letter producer: %s",
+                                   err);
     }
     c->dlq_q = rd_kafka_queue_get_main(c->dlq);
     rd_kafka_queue_cb_event_enable(c->dlq_q, rl__wake_cb, c);

@@ -2,8 +2,10 @@
 /* The dispatcher's life on the loop: init, completion delivery, capacity news, close. */
 #define _GNU_SOURCE /* pthread_rwlockattr_setkind_np: a writer-preferring route lock */
 #include "dispatch_internal.h"
+#include "error_detail_internal.h"
 
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -428,21 +430,109 @@ int rl_dispatch_close(rl_dispatcher_t *d, int mode, rl_dispatch_close_cb cb)
 
 static int check_options(const rl_dispatch_options *o)
 {
-    if (!o->lanes || o->lane_count == 0 || !o->handler == !o->async_handler)
-        return RL_EINVAL; /* exactly one kind of handler */
-    if (o->lane_capacity == 0 || o->max_jobs == 0 || o->max_attempts == 0)
-        return RL_EINVAL;
+    if (!o->handler && !o->async_handler)
+        return rl_error_detail_set(RL_EINVAL, "handler and async_handler NULL: give exactly one "
+                                              "(handler blocks on a worker thread, async_handler "
+                                              "starts the job on the loop)");
+    if (o->handler && o->async_handler)
+        return rl_error_detail_set(RL_EINVAL,
+                                   "handler and async_handler both set: give exactly one");
+    if (o->lane_count == 0)
+        return o->lanes
+                   ? rl_error_detail_set(RL_EINVAL,
+                                         "lane_count 0: a dispatcher needs at least one lane")
+                   : rl_error_detail_set(RL_EINVAL,
+                                         "lanes NULL with lane_count 0: no lanes (lane_count "
+                                         "N alone makes N lanes named \"" RL_DISPATCH_LANE_PREFIX
+                                         "0\" .. \"" RL_DISPATCH_LANE_PREFIX "<N-1>\")");
+    if (o->lane_capacity == 0)
+        return rl_error_detail_set(RL_EINVAL, "lane_capacity 0: a lane must hold at least one job "
+                                              "(1..4294967295)");
+    if (o->max_jobs == 0)
+        return rl_error_detail_set(RL_EINVAL, "max_jobs 0: the dispatcher must hold at least one "
+                                              "job (1..4294967295)");
+    if (o->max_attempts == 0)
+        return rl_error_detail_set(RL_EINVAL, "max_attempts 0: a job needs at least one handler "
+                                              "call (1..4294967295)");
     if (o->backoff_max_ms < o->backoff_ms)
-        return RL_EINVAL;
-    if ((o->async_handler && o->workers) || (o->handler && o->job_timeout_ms))
-        return RL_EINVAL; /* an option of the other kind of handler */
-    if (o->lane_count > RL_DISPATCH_LANES_MAX || o->workers > RL_DISPATCH_THREADS_MAX)
-        return RL_ERANGE;
+        return rl_error_detail_set(RL_EINVAL,
+                                   "backoff_max_ms %u below backoff_ms %u: the largest delay must "
+                                   "be at least the first",
+                                   o->backoff_max_ms, o->backoff_ms);
+    if (o->async_handler && o->workers)
+        return rl_error_detail_set(RL_EINVAL,
+                                   "workers %u with async_handler: workers are for blocking "
+                                   "handlers; an asynchronous lane needs no thread",
+                                   o->workers);
+    if (o->handler && o->job_timeout_ms)
+        return rl_error_detail_set(RL_EINVAL,
+                                   "job_timeout_ms %u with handler: the time limit is for "
+                                   "async_handler (a blocking call cannot be cut short)",
+                                   o->job_timeout_ms);
+    if (o->lane_count > RL_DISPATCH_LANES_MAX)
+        return rl_error_detail_set(RL_ERANGE,
+                                   "lane_count %zu: over RL_DISPATCH_LANES_MAX (%u lanes)",
+                                   o->lane_count, RL_DISPATCH_LANES_MAX);
+    if (o->workers > RL_DISPATCH_THREADS_MAX)
+        return rl_error_detail_set(RL_ERANGE,
+                                   "workers %u: over RL_DISPATCH_THREADS_MAX (%u threads)",
+                                   o->workers, RL_DISPATCH_THREADS_MAX);
     if (o->handler && !o->workers && o->lane_count > RL_DISPATCH_THREADS_MAX)
-        return RL_ERANGE; /* a thread per lane */
-    for (size_t i = 0; i < o->lane_count; i++)
+        return rl_error_detail_set(RL_ERANGE,
+                                   "lane_count %zu with workers 0: a thread per lane is over "
+                                   "RL_DISPATCH_THREADS_MAX (%u threads); set workers (a pool "
+                                   "shared by the lanes) or use async_handler",
+                                   o->lane_count, RL_DISPATCH_THREADS_MAX);
+    for (size_t i = 0; o->lanes && i < o->lane_count; i++)
         if (!o->lanes[i])
-            return RL_EINVAL;
+            return rl_error_detail_set(RL_EINVAL, "lanes[%zu] NULL: every lane needs a name", i);
+    return 0;
+}
+
+/* The ring's refusal of the lanes and of opts->ring, in the dispatcher's words: the ring's
+ * members are the lanes (its "members[i].name" is lanes[i]), its options opts->ring. */
+static int ring_refusal(int rc)
+{
+    if (rl__detail_is_resource(rc))
+        return rc;
+    const char *d = rl_last_error_detail();
+    if (strncmp(d, "members[", 8) == 0) {
+        char *end;
+        unsigned long long i = strtoull(d + 8, &end, 10);
+        if (strncmp(end, "].name", 6) == 0) {
+            char rest[RL_ERROR_DETAIL_MAX];
+            snprintf(rest, sizeof rest, "%s", end + 6);
+            return rl_error_detail_set(rc, "lanes[%llu]%s", i, rest);
+        }
+    }
+    return rl__detail_prefix(rc, "ring->");
+}
+
+/* The ring members of the lanes: opts->lanes, or for lanes NULL the names
+ * RL_DISPATCH_LANE_PREFIX "<i>", written into *names (freed by the caller). */
+#define LANE_NAME_SIZE 32 /* "lane-", up to 20 digits and the NUL */
+static int lane_members(const rl_dispatch_options *o, rl_member **members, char **names)
+{
+    *names = NULL;
+    *members = calloc(o->lane_count, sizeof **members);
+    if (!*members)
+        return rl_error_detail_set(RL_ENOMEM, "out of memory: the ring of %zu lanes",
+                                   o->lane_count);
+    if (!o->lanes) {
+        *names = malloc(o->lane_count * LANE_NAME_SIZE);
+        if (!*names) {
+            free(*members);
+            *members = NULL;
+            return rl_error_detail_set(RL_ENOMEM, "out of memory: the names of %zu lanes",
+                                       o->lane_count);
+        }
+    }
+    for (size_t i = 0; i < o->lane_count; i++) {
+        const char *name = o->lanes ? o->lanes[i] : *names + i * LANE_NAME_SIZE;
+        if (!o->lanes)
+            snprintf(*names + i * LANE_NAME_SIZE, LANE_NAME_SIZE, RL_DISPATCH_LANE_PREFIX "%zu", i);
+        (*members)[i] = (rl_member){.name = name, .weight = 1, .zone = NULL};
+    }
     return 0;
 }
 
@@ -477,28 +567,35 @@ size_t rl__workers_wanted(const rl_dispatcher_t *d)
 
 int rl_dispatch_init(struct uv_loop_s *loop, const rl_dispatch_options *opts, rl_dispatcher_t **out)
 {
+    rl_error_detail_clear();
     if (!out)
-        return RL_EINVAL;
+        return rl_error_detail_set(RL_EINVAL, "out NULL: nowhere to put the dispatcher");
     *out = NULL;
-    if (!loop || !opts)
-        return RL_EINVAL;
+    if (!loop)
+        return rl_error_detail_set(RL_EINVAL, "loop NULL: a dispatcher runs on a uv_loop_t");
+    if (!opts)
+        return rl_error_detail_set(RL_EINVAL,
+                                   "opts NULL: fill them with rl_dispatch_options_init()");
     int rc = check_options(opts);
     if (rc)
         return rc;
 
-    rl_member *members = calloc(opts->lane_count, sizeof *members);
-    if (!members)
-        return RL_ENOMEM;
-    for (size_t i = 0; i < opts->lane_count; i++)
-        members[i] = (rl_member){.name = opts->lanes[i], .weight = 1, .zone = NULL};
+    rl_member *members = NULL;
+    char *names = NULL;
+    rc = lane_members(opts, &members, &names);
+    if (rc)
+        return rc;
     rl_ring_t *ring = NULL, *hash_ring = NULL;
     rc = rl_ring_build(members, opts->lane_count, opts->ring, &ring);
     free(members);
+    free(names); /* the ring and the lanes keep copies */
     if (!rc)
         rc = rl_ring_build(NULL, 0, opts->ring, &hash_ring);
+    if (rc)
+        ring_refusal(rc);
     rl_dispatcher_t *d = rc ? NULL : calloc(1, sizeof *d);
     if (!rc && !d)
-        rc = RL_ENOMEM;
+        rc = rl_error_detail_set(RL_ENOMEM, "out of memory: the dispatcher");
     if (rc) {
         rl_ring_free(ring);
         rl_ring_free(hash_ring);
@@ -522,18 +619,24 @@ int rl_dispatch_init(struct uv_loop_s *loop, const rl_dispatch_options *opts, rl
         rl_ring_free(ring);
         rl_ring_free(hash_ring);
         free(d);
-        return RL_ENOMEM;
+        return rl_error_detail_set(RL_ENOMEM, "out of memory: the dispatcher's %zu lanes or locks",
+                                   opts->lane_count);
     }
     for (size_t i = 0; i < d->route.n && !rc; i++) {
         const char *name = rl_ring_node_name(ring, (uint32_t)i);
         rc = rl__lane_new(d, name, &d->route.lanes[i]);
         if (!rc)
             rc = rl__slot_take(d, d->route.lanes[i]);
+        if (rc)
+            rl_error_detail_set(rc, "%s: lane %zu of %zu",
+                                rc == RL_ENOMEM ? "out of memory" : "libuv could not make a mutex",
+                                i, d->route.n);
     }
     if (!rc)
-        rc = rl__pool_resize(d, rl__workers_wanted(d));
-    if (!rc && uv_async_init(loop, &d->async, on_async) != 0)
-        rc = RL_ELOOP;
+        rc = rl__pool_resize(d, rl__workers_wanted(d)); /* sets its detail */
+    int uerr = rc ? 0 : uv_async_init(loop, &d->async, on_async);
+    if (uerr)
+        rc = rl_error_detail_set(RL_ELOOP, "loop: uv_async_init: %s", uv_strerror(uerr));
     if (rc) {
         rl__pool_stop(d);
         free_dispatcher(d);

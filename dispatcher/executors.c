@@ -151,30 +151,33 @@ static void pool_worker(void *arg)
     uv_async_send(&d->async); /* the loop joins it */
 }
 
-/* Starts one worker thread. */
+/* Starts one worker thread; a failure sets the refusal's detail (init and add_lane report it). */
 static int pool_add(rl_dispatcher_t *d)
 {
     if (d->nworkers == d->workers_cap) {
         size_t cap = d->workers_cap ? d->workers_cap * 2 : 8;
         rl__worker **v = realloc(d->workers, cap * sizeof *v);
         if (!v)
-            return RL_ENOMEM;
+            return rl_error_detail_set(RL_ENOMEM, "out of memory: worker thread %zu",
+                                       d->nworkers + 1);
         d->workers = v;
         d->workers_cap = cap;
     }
     rl__worker *w = calloc(1, sizeof *w);
     if (!w)
-        return RL_ENOMEM;
+        return rl_error_detail_set(RL_ENOMEM, "out of memory: worker thread %zu", d->nworkers + 1);
     w->d = d;
     rl__lock(&d->ready_mu);
     d->live_workers++;
     rl__unlock(&d->ready_mu);
-    if (uv_thread_create(&w->thread, pool_worker, w) != 0) {
+    int err = uv_thread_create(&w->thread, pool_worker, w);
+    if (err != 0) {
         rl__lock(&d->ready_mu);
         d->live_workers--;
         rl__unlock(&d->ready_mu);
         free(w);
-        return RL_ENOMEM;
+        return rl_error_detail_set(RL_ENOMEM, "worker thread %zu: uv_thread_create: %s",
+                                   d->nworkers + 1, uv_strerror(err));
     }
     d->workers[d->nworkers++] = w;
     return 0;

@@ -73,6 +73,7 @@
  * before it.
  */
 #include "dispatch_internal.h"
+#include "error_detail_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -444,43 +445,87 @@ static int change(rl_dispatcher_t *d, rl_ring_t *ring, rl__lane *added, rl__lane
     return rc;
 }
 
-static int check_call(rl_dispatcher_t *d, const char *name)
+static int check_call(rl_dispatcher_t *d, const char *name, const char *call)
 {
-    if (!d || !name)
-        return RL_EINVAL;
+    rl_error_detail_clear();
+    if (!d)
+        return rl_error_detail_set(RL_EINVAL, "d NULL: no dispatcher");
+    if (!name)
+        return rl_error_detail_set(RL_EINVAL, "name NULL: a lane is named");
     if (!rl__on_loop_thread(d))
-        return RL_ESTATE;
+        return rl_error_detail_set(RL_ESTATE,
+                                   "%s off the loop thread: lanes change on the thread that "
+                                   "called rl_dispatch_init",
+                                   call);
     if (atomic_load(&d->closing))
-        return RL_ECLOSED;
+        return rl_error_detail_set(RL_ECLOSED, "%s after rl_dispatch_close: lanes no longer change",
+                                   call);
     return 0;
+}
+
+/* A refusal of a change that got as far as change(): what it could not do to lane `name`. */
+static int change_refusal(int rc, const char *name, size_t jobs_lane_count)
+{
+    char q[RL__QUOTE_SIZE];
+    rl__quote(q, name);
+    if (rc == RL_EBUSY)
+        return rl_error_detail_set(rc,
+                                   "name %s: the last lane, and jobs are left (queued, in flight, "
+                                   "or parked for a retry); remove it once they have ended, or "
+                                   "add a lane first",
+                                   q);
+    if (rc == RL_ECLOSED)
+        return rl_error_detail_set(rc, "name %s: the dispatcher is closing", q);
+    return rl_error_detail_set(rc, "out of memory: moving keys for lane %s (%zu lanes)", q,
+                               jobs_lane_count);
 }
 
 int rl_dispatch_add_lane(rl_dispatcher_t *d, const char *name)
 {
-    int rc = check_call(d, name);
+    int rc = check_call(d, name, "rl_dispatch_add_lane");
     if (rc)
         return rc;
+    char q[RL__QUOTE_SIZE];
+    rl__quote(q, name);
     rl_member m = {.name = name, .weight = 1, .zone = NULL};
     uint32_t k;
     if (rl_ring_find(d->route.ring, name, &k) == 0)
-        return RL_EDUPNAME;
+        return rl_error_detail_set(RL_EDUPNAME, "name %s: already a lane", q);
     if (d->route.n >= RL_DISPATCH_LANES_MAX)
-        return RL_ERANGE;
+        return rl_error_detail_set(RL_ERANGE,
+                                   "name %s: the dispatcher has RL_DISPATCH_LANES_MAX (%u) lanes",
+                                   q, RL_DISPATCH_LANES_MAX);
     bool dedicated = !d->async_mode && !d->opts.workers; /* a worker thread per lane */
     if (dedicated && d->route.n + d->n_retiring >= RL_DISPATCH_THREADS_MAX)
-        return RL_ERANGE;
+        return rl_error_detail_set(RL_ERANGE,
+                                   "name %s: a thread per lane (workers 0), and %zu lanes (%zu of "
+                                   "them retiring) have the RL_DISPATCH_THREADS_MAX (%u) threads",
+                                   q, d->route.n + d->n_retiring, d->n_retiring,
+                                   RL_DISPATCH_THREADS_MAX);
     rl_ring_t *ring;
     rc = rl_ring_add(d->route.ring, &m, &ring);
-    if (rc)
+    if (rc) {
+        /* The ring names the lane "member"; its other refusals are about the lanes as a whole. */
+        if (!rl__detail_reword("member.name ", "name ")) {
+            char prefix[RL__QUOTE_SIZE + 8];
+            snprintf(prefix, sizeof prefix, "name %s: ", q);
+            rl__detail_prefix(rc, prefix);
+        }
         return rc;
+    }
     rl__lane *lane = NULL;
     rc = rl__lane_new(d, name, &lane);
+    if (rc)
+        rl_error_detail_set(rc, "%s: lane %s",
+                            rc == RL_ENOMEM ? "out of memory" : "libuv could not make a mutex", q);
     if (!rc) {
         pthread_rwlock_wrlock(&d->route_lock);
         rc = rl__slot_take(d, lane);
         pthread_rwlock_unlock(&d->route_lock);
-        if (rc)
+        if (rc) {
+            rl_error_detail_set(rc, "out of memory: a slot for lane %s", q);
             rl__lane_free(lane);
+        }
     }
     if (!rc && dedicated) {
         rc = rl__pool_resize(d, rl__workers_wanted(d) + 1); /* the lane's worker, first */
@@ -499,6 +544,7 @@ int rl_dispatch_add_lane(rl_dispatcher_t *d, const char *name)
     }
     rc = change(d, ring, lane, NULL);
     if (rc) {
+        change_refusal(rc, name, d->route.n + 1);
         /* Nothing routes to the new lane, and nothing ever ran on it. */
         pthread_rwlock_wrlock(&d->route_lock);
         rl__slot_free(d, lane);
@@ -512,16 +558,18 @@ int rl_dispatch_add_lane(rl_dispatcher_t *d, const char *name)
 
 int rl_dispatch_remove_lane(rl_dispatcher_t *d, const char *name)
 {
-    int rc = check_call(d, name);
+    int rc = check_call(d, name, "rl_dispatch_remove_lane");
     if (rc)
         return rc;
+    char q[RL__QUOTE_SIZE];
     uint32_t k;
     if (rl_ring_find(d->route.ring, name, &k) != 0)
-        return RL_ENOENT;
+        return rl_error_detail_set(RL_ENOENT, "name %s: no such lane", rl__quote(q, name));
     rl__lane *removed = d->route.lanes[k];
     rl_ring_t *ring;
     rc = rl_ring_remove(d->route.ring, name, &ring);
     if (rc)
-        return rc;
-    return change(d, ring, NULL, removed);
+        return rc; /* out of memory, said by the ring */
+    rc = change(d, ring, NULL, removed);
+    return rc ? change_refusal(rc, name, d->route.n - 1) : 0;
 }

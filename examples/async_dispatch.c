@@ -273,9 +273,9 @@ static void on_tick(uv_timer_t *t)
     int rc = c[0] == '+' ? rl_dispatch_add_lane(a->d, c + 1) : rl_dispatch_remove_lane(a->d, c + 1);
     rl_dispatch_stats s;
     rl_dispatch_stats_get(a->d, &s, NULL, 0, NULL);
-    printf("%6u submitted, %6u ended: %s %s: %s (%zu lanes, %.3f ms)\n", a->submitted, a->ended,
-           c[0] == '+' ? "add" : "remove", c + 1, rl_strerror(rc), s.lanes,
-           (double)s.last_change_ns / 1e6);
+    printf("%6u submitted, %6u ended: %s %s: %s%s%s (%zu lanes, %.3f ms)\n", a->submitted, a->ended,
+           c[0] == '+' ? "add" : "remove", c + 1, rl_strerror(rc), rc ? ": " : "",
+           rc ? rl_last_error_detail() : "", s.lanes, (double)s.last_change_ns / 1e6);
     if (rc)
         a->change_errors++;
 }
@@ -379,8 +379,11 @@ int main(int argc, char **argv)
     opts.lane_capacity = 64;
     opts.max_jobs = 2048;
     int rc = rl_dispatch_init(a.loop, &opts, &a.d);
-    if (rc)
-        die("rl_dispatch_init", rc);
+    if (rc) {
+        fprintf(stderr, "async_dispatch: rl_dispatch_init: %s: %s\n", rl_strerror(rc),
+                rl_last_error_detail());
+        exit(1);
+    }
 
     uv_timer_init(a.loop, &a.tick);
     uv_timer_init(a.loop, &a.watchdog);

@@ -105,11 +105,13 @@ static void on_tick(uv_timer_t *t)
     int n = atomic_load(&a->submitted);
     if (a->changes == 0 && n >= a->jobs / 3) {
         int rc = rl_dispatch_add_lane(a->d, "lane-d");
-        printf("%6d submitted: add lane-d: %s\n", n, rl_strerror(rc));
+        printf("%6d submitted: add lane-d: %s%s%s\n", n, rl_strerror(rc), rc ? ": " : "",
+               rl_last_error_detail());
         a->changes++;
     } else if (a->changes == 1 && n >= 2 * a->jobs / 3) {
         int rc = rl_dispatch_remove_lane(a->d, "lane-a");
-        printf("%6d submitted: remove lane-a: %s\n", n, rl_strerror(rc));
+        printf("%6d submitted: remove lane-a: %s%s%s\n", n, rl_strerror(rc), rc ? ": " : "",
+               rl_last_error_detail());
         a->changes++;
     } else if (a->changes == 2 && n == a->jobs) {
         char json[4096];
@@ -142,7 +144,7 @@ int main(int argc, char **argv)
     opts.lane_capacity = 256;
     int rc = rl_dispatch_init(a.loop, &opts, &a.d);
     if (rc) {
-        fprintf(stderr, "rl_dispatch_init: %s\n", rl_strerror(rc));
+        fprintf(stderr, "rl_dispatch_init: %s: %s\n", rl_strerror(rc), rl_last_error_detail());
         return 1;
     }
     uv_timer_init(a.loop, &a.timer);

@@ -122,7 +122,7 @@ int main(int argc, char **argv)
     stats s = {0};
     int rc = rl_kafka_partitioner_new(&opts, &s.partitioner);
     if (rc) {
-        fprintf(stderr, "producer: %s (profile '%s')\n", rl_strerror(rc), profile);
+        fprintf(stderr, "producer: %s: %s\n", rl_strerror(rc), rl_last_error_detail());
         return 2;
     }
 

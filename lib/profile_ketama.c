@@ -8,6 +8,7 @@
  * server at n = 25, 47, 50, ...). Label j is "host-j" on port 11211, else "host:port-j"; its MD5
  * digest gives four points, bytes 4a..4a+3 read little-endian. Equal points go to the server
  * added first, as libmemcached's qsort by (value, server index) does. */
+#include "error_detail_internal.h"
 #include "ring_internal.h"
 #include "ringlane/error.h"
 #include "ringlane/hash.h"
@@ -18,10 +19,11 @@
 
 #define KETAMA_DEFAULT_PORT 11211u
 
-/* Splits a member name at its last ':' into host and port. A name with no ':' is a host on
+/* Splits member n's name at its last ':' into host and port. A name with no ':' is a host on
  * the default port; a port must be 1..65535 in decimal, and the host may not be empty. */
-static int split_host_port(const rl__node *n, size_t *host_len, unsigned *port)
+static int split_host_port(const rl_ring_t *r, size_t node, size_t *host_len, unsigned *port)
 {
+    const rl__node *n = &r->nodes[node];
     const char *colon = strrchr(n->name, ':');
     if (!colon) {
         *host_len = n->name_len;
@@ -30,16 +32,22 @@ static int split_host_port(const rl__node *n, size_t *host_len, unsigned *port)
     }
     const char *digits = colon + 1;
     size_t nd = strlen(digits);
-    if (colon == n->name || nd == 0 || nd > 5)
-        return RL_ENAME;
     unsigned v = 0;
-    for (size_t i = 0; i < nd; i++) {
-        if (digits[i] < '0' || digits[i] > '9')
-            return RL_ENAME;
+    for (size_t i = 0; i < nd && nd <= 5; i++) {
+        if (digits[i] < '0' || digits[i] > '9') {
+            nd = 0; /* not a number */
+            break;
+        }
         v = v * 10 + (unsigned)(digits[i] - '0');
     }
-    if (v < 1 || v > 65535)
-        return RL_ENAME;
+    if (colon == n->name || nd == 0 || nd > 5 || v < 1 || v > 65535) {
+        char label[48], q[RL__QUOTE_SIZE];
+        rl__member_label(r, node, label, sizeof label);
+        return rl_error_detail_set(
+            RL_ENAME, "%s.name %s: profile ketama takes HOST or HOST:PORT, %s", label,
+            rl__quote(q, n->name),
+            colon == n->name ? "and the host is empty" : "with a port 1..65535 in decimal");
+    }
     *host_len = (size_t)(colon - n->name);
     *port = v;
     return 0;
@@ -76,7 +84,7 @@ static int count_ketama(const rl_ring_t *r, uint64_t *points)
     for (size_t n = 0; n < r->n_nodes; n++) {
         size_t host_len;
         unsigned port;
-        int rc = split_host_port(&r->nodes[n], &host_len, &port);
+        int rc = split_host_port(r, n, &host_len, &port);
         if (rc)
             return rc;
         count += 4 * (uint64_t)labels_of(r->nodes[n].weight, total_weight, r->n_nodes, r->vnodes);
@@ -95,7 +103,7 @@ static int emit_ketama(const rl_ring_t *r, rl__points *out)
     for (uint32_t n = 0; n < r->n_nodes; n++) {
         size_t host_len;
         unsigned port;
-        int rc = split_host_port(&r->nodes[n], &host_len, &port);
+        int rc = split_host_port(r, n, &host_len, &port);
         if (rc)
             return rc;
         uint32_t labels = labels_of(r->nodes[n].weight, total_weight, r->n_nodes, r->vnodes);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Building immutable ring snapshots, and the membership changes that make new ones. */
+#include "error_detail_internal.h"
 #include "ring_internal.h"
 #include "ringlane/error.h"
 
@@ -24,17 +25,39 @@ static size_t bounded_strlen(const char *s, size_t max)
     return n;
 }
 
-int rl__check_member(const rl_member *m)
+/* How a refusal names member i: "members[i]", or "member" for the one rl_ring_add appends. */
+static void member_label(char *buf, size_t size, size_t i, size_t added)
 {
-    if (!m || !m->name)
-        return RL_EINVAL;
+    if (i == added)
+        snprintf(buf, size, "member");
+    else
+        snprintf(buf, size, "members[%zu]", i);
+}
+
+void rl__member_label(const rl_ring_t *r, size_t node, char *buf, size_t size)
+{
+    member_label(buf, size, node, r->added);
+}
+
+int rl__check_member(const rl_member *m, size_t i, size_t added)
+{
+    char label[48], q[RL__QUOTE_SIZE];
+    member_label(label, sizeof label, i, added);
+    if (!m)
+        return rl_error_detail_set(RL_EINVAL, "%s NULL: no member to add", label);
+    if (!m->name)
+        return rl_error_detail_set(RL_EINVAL, "%s.name NULL: every member needs a name", label);
     size_t n = bounded_strlen(m->name, RL_NAME_MAX);
     if (n == 0 || n > RL_NAME_MAX)
-        return RL_ENAME;
+        return rl_error_detail_set(RL_ENAME, "%s.name %s%s: a name must be 1..%u bytes", label,
+                                   rl__quote(q, m->name), n ? " (too long)" : "", RL_NAME_MAX);
     if (m->zone && bounded_strlen(m->zone, RL_NAME_MAX) > RL_NAME_MAX)
-        return RL_ENAME;
+        return rl_error_detail_set(RL_ENAME,
+                                   "%s.zone %s (too long): a zone must be at most %u bytes", label,
+                                   rl__quote(q, m->zone), RL_NAME_MAX);
     if (m->weight < 1 || m->weight > RL_WEIGHT_MAX)
-        return RL_EWEIGHT;
+        return rl_error_detail_set(RL_EWEIGHT, "%s.weight %u: a weight must be 1..%u", label,
+                                   m->weight, RL_WEIGHT_MAX);
     return 0;
 }
 
@@ -133,8 +156,17 @@ static int index_names(rl_ring_t *r)
     qsort(sorted, r->n_nodes, sizeof *sorted, cmp_named_index);
     int rc = 0;
     for (size_t i = 0; i < r->n_nodes; i++) {
-        if (i > 0 && strcmp(sorted[i - 1].name, sorted[i].name) == 0)
-            rc = RL_EDUPNAME;
+        if (rc == 0 && i > 0 && strcmp(sorted[i - 1].name, sorted[i].name) == 0) {
+            /* Named by the later of the two; the other by its index alone, so that a layer
+             * that renames "members[i]" (the dispatcher's lanes[i]) needs to look only at the
+             * start. */
+            uint32_t a = sorted[i - 1].node, b = sorted[i].node;
+            char later[48], q[RL__QUOTE_SIZE];
+            rl__member_label(r, a < b ? b : a, later, sizeof later);
+            rc = rl_error_detail_set(RL_EDUPNAME,
+                                     "%s.name %s: a name must be unique (also at index %u)", later,
+                                     rl__quote(q, sorted[i].name), a < b ? a : b);
+        }
         r->by_name[i] = sorted[i].node;
     }
     free(sorted);
@@ -196,7 +228,11 @@ static int place_points(rl_ring_t *r)
     if (rc)
         return rc;
     if (count > RL_POINTS_MAX)
-        return RL_ETOOBIG;
+        return rl_error_detail_set(RL_ETOOBIG,
+                                   "vnodes %u with %zu members: profile %s makes %llu points, over "
+                                   "RL_POINTS_MAX (%u)",
+                                   r->vnodes, r->n_nodes, r->profile->info.name,
+                                   (unsigned long long)count, RL_POINTS_MAX);
     rl__points pts = {0};
     if (count > 0) {
         pts.v = malloc((size_t)count * sizeof *pts.v);
@@ -260,56 +296,115 @@ static char *dup_str(const char *s)
     return d;
 }
 
-int rl_ring_build(const rl_member *members, size_t count, const rl_ring_options *opts,
-                  rl_ring_t **out)
+/* "default, ds09, ...": the profiles an unknown name could have been. */
+static const char *profile_names(char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < rl_profile_count() && used < size; i++) {
+        int n = snprintf(buf + used, size - used, "%s%s", i ? ", " : "", rl_profile_at(i)->name);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+    return buf;
+}
+
+/* A refusal by the profile's own code (count, emit, build), said in words when the profile
+ * said nothing itself. */
+static int profile_refusal(const rl_ring_t *r, int rc)
+{
+    const char *name = r->profile->info.name;
+    if (rc == 0 || rl_last_error_detail()[0])
+        return rc;
+    if (rc == RL_ENOMEM)
+        return rl_error_detail_set(rc, "out of memory: a ring of %zu members (profile %s)",
+                                   r->n_nodes, name);
+    if (rc == RL_ENOTSUP && r->hash)
+        return rl_error_detail_set(rc, "hash set: profile %s takes no caller hash", name);
+    if (rc == RL_EWEIGHT) {
+        for (size_t n = 0; n < r->n_nodes; n++) {
+            if (r->nodes[n].weight == 1)
+                continue;
+            char label[48];
+            rl__member_label(r, n, label, sizeof label);
+            return rl_error_detail_set(rc, "%s.weight %u: profile %s takes weight 1 only", label,
+                                       r->nodes[n].weight, name);
+        }
+    }
+    if (rc == RL_ETOOBIG)
+        return rl_error_detail_set(rc,
+                                   "vnodes %u with %zu members: profile %s would make more than "
+                                   "RL_POINTS_MAX (%u) points",
+                                   r->vnodes, r->n_nodes, name, RL_POINTS_MAX);
+    return rl_error_detail_set(rc, "profile %s refused these %zu members: %s", name, r->n_nodes,
+                               rl_strerror(rc));
+}
+
+/* rl_ring_build, with `added` the index of the member rl_ring_add appends (SIZE_MAX: none),
+ * for the words of a refusal. */
+static int build(const rl_member *members, size_t count, const rl_ring_options *opts, size_t added,
+                 rl_ring_t **out)
 {
     rl_error_detail_clear();
     if (!out)
-        return RL_EINVAL;
+        return rl_error_detail_set(RL_EINVAL, "out NULL: nowhere to put the ring");
     *out = NULL;
     if (!members && count)
-        return RL_EINVAL;
+        return rl_error_detail_set(RL_EINVAL,
+                                   "members NULL with count %zu: no members means count 0", count);
 
     rl_ring_options defaults;
     rl_ring_options_init(&defaults);
     if (!opts)
         opts = &defaults;
     const rl__profile *profile = rl__profile_find(opts->profile);
-    if (!profile)
-        return RL_EPROFILE;
+    if (!profile) {
+        char q[RL__QUOTE_SIZE], names[256];
+        return rl_error_detail_set(RL_EPROFILE, "profile %s: unknown profile (one of: %s)",
+                                   rl__quote(q, opts->profile), profile_names(names, sizeof names));
+    }
+    /* One rule for profile and vnodes, the partitioner's and the CLI's too. */
     char why[160];
     int vrc = rl_profile_explain_vnodes(profile->info.name, opts->vnodes, why, sizeof why);
     if (vrc)
-        return rl_error_detail_set(vrc, "vnodes: %s, got %u", why, opts->vnodes);
+        return rl_error_detail_set(vrc, "vnodes %u: %s", opts->vnodes, why);
     uint32_t vnodes =
         opts->vnodes == RL_VNODES_PROFILE ? profile->info.default_vnodes : opts->vnodes;
     if (count > RL_MEMBERS_MAX)
-        return RL_ETOOBIG;
+        return rl_error_detail_set(RL_ETOOBIG, "count %zu: over RL_MEMBERS_MAX (%u) members", count,
+                                   RL_MEMBERS_MAX);
 
-    uint64_t total = 0;
+    uint64_t total = 0, weight = 0;
     for (size_t i = 0; i < count; i++) {
-        int rc = rl__check_member(&members[i]);
+        int rc = rl__check_member(&members[i], i, added);
         if (rc)
             return rc;
-        total += (uint64_t)members[i].weight * vnodes;
+        weight += members[i].weight;
     }
+    total = weight * vnodes;
     /* Profiles that count their points another way are checked once their members are known
      * (place_points), still before the points are allocated. */
     if (!profile->count && !profile->lookup_hash && total > RL_POINTS_MAX)
-        return RL_ETOOBIG;
+        return rl_error_detail_set(RL_ETOOBIG,
+                                   "vnodes %u with %zu members of total weight %llu: %llu points, "
+                                   "over RL_POINTS_MAX (%u)",
+                                   vnodes, count, (unsigned long long)weight,
+                                   (unsigned long long)total, RL_POINTS_MAX);
 
     rl_ring_t *r = calloc(1, sizeof *r);
     if (!r)
-        return RL_ENOMEM;
+        return rl_error_detail_set(RL_ENOMEM, "out of memory: a ring of %zu members", count);
     r->profile = profile;
     r->vnodes = vnodes;
+    r->added = added;
     r->hash = opts->hash;
     r->hash_ctx = opts->hash_ctx;
     r->mask = profile->info.bits == 64 ? UINT64_MAX : (UINT64_C(1) << profile->info.bits) - 1;
     r->nodes = calloc(count ? count : 1, sizeof *r->nodes);
     if (!r->nodes) {
         free(r);
-        return RL_ENOMEM;
+        return rl_error_detail_set(RL_ENOMEM, "out of memory: a ring of %zu members", count);
     }
     r->n_nodes = count;
     int rc = 0;
@@ -334,11 +429,18 @@ int rl_ring_build(const rl_member *members, size_t count, const rl_ring_options 
     if (rc == 0)
         rc = rl__index_build(r);
     if (rc) {
+        profile_refusal(r, rc);
         rl_ring_free(r);
         return rc;
     }
     *out = r;
     return 0;
+}
+
+int rl_ring_build(const rl_member *members, size_t count, const rl_ring_options *opts,
+                  rl_ring_t **out)
+{
+    return build(members, count, opts, SIZE_MAX, out);
 }
 
 /* The members of r as an rl_member array, with room for one more at the end. */
@@ -352,55 +454,61 @@ static rl_member *members_of(const rl_ring_t *r)
     return m;
 }
 
-static int rebuild(const rl_ring_t *r, const rl_member *m, size_t count, rl_ring_t **out)
+static int rebuild(const rl_ring_t *r, const rl_member *m, size_t count, size_t added,
+                   rl_ring_t **out)
 {
     /* A profile without vnodes (jump) takes none given, not even its 0. */
     rl_ring_options opts = {.profile = r->profile->info.name,
                             .vnodes = r->profile->info.max_vnodes ? r->vnodes : RL_VNODES_PROFILE,
                             .hash = r->hash,
                             .hash_ctx = r->hash_ctx};
-    return rl_ring_build(m, count, &opts, out);
+    return build(m, count, &opts, added, out);
 }
 
 int rl_ring_add(const rl_ring_t *r, const rl_member *member, rl_ring_t **out)
 {
+    rl_error_detail_clear();
     if (!out)
-        return RL_EINVAL;
+        return rl_error_detail_set(RL_EINVAL, "out NULL: nowhere to put the new ring");
     *out = NULL;
-    if (!r || !member)
-        return RL_EINVAL;
-    int rc = rl__check_member(member);
+    if (!r)
+        return rl_error_detail_set(RL_EINVAL, "ring NULL: no ring to add to");
+    int rc = rl__check_member(member, 0, 0);
     if (rc)
         return rc;
     rl_member *m = members_of(r);
     if (!m)
-        return RL_ENOMEM;
+        return rl_error_detail_set(RL_ENOMEM, "out of memory: a ring of %zu members",
+                                   r->n_nodes + 1);
     uint32_t existing;
     size_t count = r->n_nodes;
     if (rl_ring_find(r, member->name, &existing) != 0)
         m[count++] = *member;
-    rc = rebuild(r, m, count, out);
+    rc = rebuild(r, m, count, r->n_nodes, out);
     free(m);
     return rc;
 }
 
 int rl_ring_remove(const rl_ring_t *r, const char *name, rl_ring_t **out)
 {
+    rl_error_detail_clear();
     if (!out)
-        return RL_EINVAL;
+        return rl_error_detail_set(RL_EINVAL, "out NULL: nowhere to put the new ring");
     *out = NULL;
-    if (!r || !name)
-        return RL_EINVAL;
+    if (!r)
+        return rl_error_detail_set(RL_EINVAL, "ring NULL: no ring to remove from");
+    if (!name)
+        return rl_error_detail_set(RL_EINVAL, "name NULL: no member to remove");
     rl_member *m = members_of(r);
     if (!m)
-        return RL_ENOMEM;
+        return rl_error_detail_set(RL_ENOMEM, "out of memory: a ring of %zu members", r->n_nodes);
     uint32_t gone;
     size_t count = r->n_nodes;
     if (rl_ring_find(r, name, &gone) == 0) {
         memmove(&m[gone], &m[gone + 1], (count - gone - 1) * sizeof *m);
         count--;
     }
-    int rc = rebuild(r, m, count, out);
+    int rc = rebuild(r, m, count, SIZE_MAX, out);
     free(m);
     return rc;
 }

@@ -96,6 +96,8 @@ typedef struct rl__node {
 struct rl_ring {
     const rl__profile *profile;
     uint32_t vnodes;
+    size_t added;    /* the member rl_ring_add appended, while it builds (for the words of a
+                        refusal: "member", not "members[i]"); SIZE_MAX otherwise */
     rl_hash_fn hash; /* caller override, or NULL */
     void *hash_ctx;
     uint64_t mask; /* ring width: 2^bits - 1 */
@@ -145,7 +147,12 @@ int rl__index_build(struct rl_ring *r);
 /* Frees the lookup engine's tables. */
 void rl__index_free(struct rl_ring *r);
 
-/* Validates a member as rl_ring_build does. */
-int rl__check_member(const rl_member *m);
+/* Validates member i as rl_ring_build does, setting the refusal's detail (it names the member
+ * "members[i]", or "member" when i == added: the one rl_ring_add appends). */
+int rl__check_member(const rl_member *m, size_t i, size_t added);
+
+/* How a refusal names node n of r while it is built: "members[n]", or "member" for the one
+ * rl_ring_add appends. Profiles use it in their details. */
+void rl__member_label(const struct rl_ring *r, size_t node, char *buf, size_t size);
 
 #endif

@@ -73,15 +73,17 @@ static int adopt(rl_ring_t *r)
 
 int rl_snapshot_create(rl_ring_t *ring, rl_snapshot_t **out)
 {
+    rl_error_detail_clear();
     if (!out)
-        return RL_EINVAL;
+        return rl_error_detail_set(RL_EINVAL, "out NULL: nowhere to put the holder");
     *out = NULL;
     rl_snapshot_t *h = aligned_alloc(alignof(rl_snapshot_t), sizeof *h);
     if (!h)
-        return RL_ENOMEM;
+        return rl_error_detail_set(RL_ENOMEM, "out of memory: the holder (ring is still yours)");
     if (pthread_mutex_init(&h->writer, NULL) != 0) {
         free(h);
-        return RL_ENOMEM;
+        return rl_error_detail_set(
+            RL_ENOMEM, "out of memory: the holder's writer mutex (ring is still yours)");
     }
     atomic_init(&h->current, NULL);
     atomic_init(&h->epoch, 0);
@@ -94,7 +96,7 @@ int rl_snapshot_create(rl_ring_t *ring, rl_snapshot_t **out)
         if (rc) {
             pthread_mutex_destroy(&h->writer);
             free(h);
-            return rc;
+            return rl_error_detail_set(rc, "ring: already in a holder (a ring is published once)");
         }
         atomic_store(&h->current, ring);
     }

@@ -86,14 +86,17 @@ int rl__kafka_options_check(const rl_kafka_partitioner_options *opts,
 static void say(char *errstr, size_t errstr_size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Writes the refusal to errstr and, in the same words, to rl_last_error_detail(). */
 static void say(char *errstr, size_t errstr_size, const char *fmt, ...)
 {
-    if (!errstr || errstr_size == 0)
-        return;
+    char text[RL_ERROR_DETAIL_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(errstr, errstr_size, fmt, ap);
+    vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
+    rl_error_detail_set(0, "%s", text);
+    if (errstr && errstr_size > 0)
+        snprintf(errstr, errstr_size, "%s", text);
 }
 
 /* A decimal integer in [min, max] with nothing around it. */
@@ -133,6 +136,7 @@ static const char *profile_names(char *buf, size_t size)
 int rl_kafka_partitioner_option_set(rl_kafka_partitioner_options *opts, const char *name,
                                     const char *value, char *errstr, size_t errstr_size)
 {
+    rl_error_detail_clear();
     if (!opts || !name) {
         say(errstr, errstr_size, "ringlane: no option given");
         return RL_EINVAL;

@@ -3,26 +3,72 @@
 #include "partitioner_internal.h"
 #include "ringlane/error.h"
 #include "ringlane/hash.h"
+#include "ringlane/profile.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
+/* The refusal of opts by rl__kafka_options_explain, naming the field as written in C: the
+ * check's code says which field it is about. */
+static int options_refusal(int rc, const rl_kafka_partitioner_options *o, const char *why)
+{
+    char names[256] = "";
+    size_t used = 0;
+    switch (rc) {
+    case RL_EPROFILE:
+        for (size_t i = 0; i < rl_profile_count() && used < sizeof names; i++) {
+            int n = snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
+                             rl_profile_at(i)->name);
+            used += n > 0 ? (size_t)n : 0;
+        }
+        return rl_error_detail_set(rc, "profile \"%.64s\": unknown profile (one of: %s)",
+                                   o->profile, names);
+    case RL_EVNODES:
+        if (o->vnodes != RL_VNODES_PROFILE && (o->vnodes < 1 || o->vnodes > RL_KAFKA_VNODES_MAX))
+            return rl_error_detail_set(rc, "vnodes %u: outside 1..%u (and the profile's range)",
+                                       o->vnodes, RL_KAFKA_VNODES_MAX);
+        return rl_error_detail_set(rc, "vnodes %u: %s", o->vnodes, why);
+    case RL_ENOTSUP:
+        return rl_error_detail_set(rc, "skip_unavailable %d: %s", o->skip_unavailable, why);
+    case RL_EINVAL:
+        return rl_error_detail_set(rc,
+                                   "null_key %d: not a policy (RL_KAFKA_NULL_KEY_RANDOM %d or "
+                                   "RL_KAFKA_NULL_KEY_FIXED %d)",
+                                   (int)o->null_key, RL_KAFKA_NULL_KEY_RANDOM,
+                                   RL_KAFKA_NULL_KEY_FIXED);
+    case RL_ERANGE:
+        return rl_error_detail_set(rc,
+                                   "null_key_partition %ld: outside 0..%d with "
+                                   "RL_KAFKA_NULL_KEY_FIXED",
+                                   (long)o->null_key_partition, RL_KAFKA_PARTITION_MAX);
+    default:
+        return rl_error_detail_set(rc, "opts: %s", why);
+    }
+}
+
 int rl_kafka_partitioner_new(const rl_kafka_partitioner_options *opts, rl_kafka_partitioner_t **out)
 {
+    rl_error_detail_clear();
     if (!out)
-        return RL_EINVAL;
+        return rl_error_detail_set(RL_EINVAL, "out NULL: nowhere to put the partitioner");
     *out = NULL;
-    rl_kafka_partitioner_options o;
-    int rc = rl__kafka_options_check(opts, &o);
+    rl_kafka_partitioner_options o, given;
+    if (opts)
+        given = *opts;
+    else
+        rl_kafka_partitioner_options_init(&given);
+    char why[256];
+    int rc = rl__kafka_options_explain(&given, &o, why, sizeof why);
     if (rc)
-        return rc;
+        return options_refusal(rc, &given, why);
     rl_kafka_partitioner_t *p = calloc(1, sizeof *p);
     if (!p)
-        return RL_ENOMEM;
+        return rl_error_detail_set(RL_ENOMEM, "out of memory: the partitioner");
     p->opts = o;
     if (rl__ring_cache_init(&p->rings, o.profile, o.vnodes) != 0) {
         free(p);
-        return RL_ENOMEM;
+        return rl_error_detail_set(RL_ENOMEM, "out of memory: the partitioner's ring cache");
     }
     /* Random NULL-key partitions need no reproducibility, only a different stream per
      * partitioner: mix the clock and the address. */
@@ -37,7 +83,7 @@ int rl_kafka_partitioner_new(const rl_kafka_partitioner_options *opts, rl_kafka_
     if (pthread_mutex_init(&p->watch_lock, NULL) != 0) {
         rl__ring_cache_destroy(&p->rings);
         free(p);
-        return RL_ENOMEM;
+        return rl_error_detail_set(RL_ENOMEM, "out of memory: the partitioner's mutex");
     }
     *out = p;
     return 0;

@@ -50,24 +50,32 @@ static void valid_options(rl_consumer_options *o)
     o->dispatch.lane_count = 2;
 }
 
-/* rl_consumer_new must refuse o with `want` and leave *out NULL. */
-static void expect_refused(uv_loop_t *loop, rl_consumer_options *o, int want, const char *what)
+/* rl_consumer_new must refuse o with `want`, leave *out NULL, and say why: a detail that starts
+ * with `start` (the option as written in C, and its value) and contains `why`. */
+static void expect_refused(uv_loop_t *loop, rl_consumer_options *o, int want, const char *start,
+                           const char *why, const char *what)
 {
     rl_consumer_t *c = (rl_consumer_t *)&c; /* not NULL, to see that it is cleared */
     int rc = rl_consumer_new(loop, o, &c);
+    const char *d = rl_last_error_detail();
     if (rc != want)
-        fail_msg("%s: got %s, want %s", what, rl_err_name(rc), rl_err_name(want));
+        fail_msg("%s: got %s, want %s (detail \"%s\")", what, rl_err_name(rc), rl_err_name(want),
+                 d);
+    if (strncmp(d, start, strlen(start)) != 0 || !strstr(d, why))
+        fail_msg("%s: detail \"%s\", want \"%s...%s...\"", what, d, start, why);
     assert_null(c);
 }
 
-#define REFUSED(want, change)                                                                      \
+#define REFUSED(want, start, why, change)                                                          \
     do {                                                                                           \
         rl_consumer_options o;                                                                     \
         valid_options(&o);                                                                         \
         change;                                                                                    \
-        expect_refused(&loop, &o, want, #change);                                                  \
+        expect_refused(&loop, &o, want, start, why, #change);                                      \
     } while (0)
 
+/* Every refusal of docs/errors.md rows 46-52 and 60-62: the code, *out NULL, the
+ * configurations freed, and a detail naming the option (as written in C) and its value. */
 static void new_refuses_bad_options(void **state)
 {
     (void)state;
@@ -78,65 +86,136 @@ static void new_refuses_bad_options(void **state)
     /* NULL arguments. The configuration is taken over even then. */
     rl_consumer_options first;
     valid_options(&first);
-    assert_int_equal(rl_consumer_new(&loop, &first, NULL), RL_EINVAL);
+    assert_refused(rl_consumer_new(&loop, &first, NULL), RL_EINVAL, "out NULL", "");
     valid_options(&first);
-    expect_refused(NULL, &first, RL_EINVAL, "no loop");
-    expect_refused(&loop, NULL, RL_EINVAL, "no options");
+    expect_refused(NULL, &first, RL_EINVAL, "loop NULL", "uv_loop_t", "no loop");
+    expect_refused(&loop, NULL, RL_EINVAL, "opts NULL", "", "no options");
 
     /* What the consumer itself needs. */
     rd_kafka_conf_t *spare = NULL;
-    REFUSED(RL_EINVAL, (spare = o.conf, o.conf = NULL));
+    REFUSED(RL_EINVAL, "conf NULL", "group.id", (spare = o.conf, o.conf = NULL));
     rd_kafka_conf_destroy(spare);
-    REFUSED(RL_EINVAL, o.handler = NULL);
-    REFUSED(RL_EINVAL, o.topics = NULL);
-    REFUSED(RL_EINVAL, o.topic_count = 0);
-    REFUSED(RL_EINVAL, (o.topics = bad_topics, o.topic_count = 2));
-    REFUSED(RL_EINVAL, o.dispatch.lanes = NULL);
-    REFUSED(RL_EINVAL, o.dispatch.lane_count = 0);
-    REFUSED(RL_EINVAL, o.null_key = 7);
-    REFUSED(RL_EINVAL, o.max_key_len = 0);
-    REFUSED(RL_EINVAL, o.window = 0);
-    REFUSED(RL_EINVAL, o.window = (1u << 24) + 1);
-    REFUSED(RL_EINVAL, o.pending_max = 0);
-    REFUSED(RL_EINVAL, o.poll_batch = 0);
-    REFUSED(RL_EINVAL, o.commit_interval_ms = 0);
-    REFUSED(RL_EINVAL, o.dlq_retry_ms = 0);
+    REFUSED(RL_EINVAL, "handler and async_handler NULL", "exactly one", o.handler = NULL);
+    REFUSED(RL_EINVAL, "topics NULL", "", o.topics = NULL);
+    REFUSED(RL_EINVAL, "topic_count 0", "", o.topic_count = 0);
+    REFUSED(RL_EINVAL, "topics[1] \"\"", "", (o.topics = bad_topics, o.topic_count = 2));
+    REFUSED(RL_EINVAL, "dispatch.lanes NULL with dispatch.lane_count 0", "blocking handler",
+            (o.dispatch.lanes = NULL, o.dispatch.lane_count = 0));
+    REFUSED(RL_EINVAL, "dispatch.lane_count 0", "at least one lane", o.dispatch.lane_count = 0);
+    REFUSED(RL_EINVAL, "null_key 7", "RL_CONSUMER_NULL_KEY_PARTITION", o.null_key = 7);
+    REFUSED(RL_EINVAL, "max_key_len 0", "1..4294967295", o.max_key_len = 0);
+    REFUSED(RL_EINVAL, "window 0", "1..16777216", o.window = 0);
+    REFUSED(RL_EINVAL, "window 16777217", "16777216", o.window = (1u << 24) + 1);
+    REFUSED(RL_EINVAL, "pending_max 0", "", o.pending_max = 0);
+    REFUSED(RL_EINVAL, "poll_batch 0", "", o.poll_batch = 0);
+    REFUSED(RL_EINVAL, "commit_interval_ms 0", "", o.commit_interval_ms = 0);
+    REFUSED(RL_EINVAL, "dlq_retry_ms 0", "", o.dlq_retry_ms = 0);
     /* The dispatcher's callbacks are the consumer's own. */
-    REFUSED(RL_EINVAL, o.dispatch.handler = dispatch_handler);
-    REFUSED(RL_EINVAL, o.dispatch.data = &o);
-    REFUSED(RL_EINVAL, o.dispatch.async_handler = dispatch_async);
+    REFUSED(RL_EINVAL, "dispatch.handler set", "the consumer's own",
+            o.dispatch.handler = dispatch_handler);
+    REFUSED(RL_EINVAL, "dispatch.data set", "", o.dispatch.data = &o);
+    REFUSED(RL_EINVAL, "dispatch.async_handler set", "", o.dispatch.async_handler = dispatch_async);
     /* Exactly one kind of handler, and only its own options. */
-    REFUSED(RL_EINVAL, o.async_handler = ok_async);
-    REFUSED(RL_EINVAL, (o.handler = NULL, o.async_handler = NULL));
-    REFUSED(RL_EINVAL, (o.handler = NULL, o.async_handler = ok_async, o.dispatch.workers = 2));
-    REFUSED(RL_EINVAL, o.dispatch.job_timeout_ms = 100);
-    /* Default lanes are for asynchronous consumers, and only when none are given at all. */
-    REFUSED(RL_EINVAL, (o.handler = NULL, o.async_handler = ok_async, o.dispatch.lanes = NULL));
-    REFUSED(RL_EINVAL, (o.handler = NULL, o.async_handler = ok_async, o.dispatch.lane_count = 0));
+    REFUSED(RL_EINVAL, "handler and async_handler both set", "", o.async_handler = ok_async);
+    REFUSED(RL_EINVAL, "handler and async_handler NULL", "",
+            (o.handler = NULL, o.async_handler = NULL));
+    REFUSED(RL_EINVAL, "dispatch.workers 2 with async_handler",
+            "workers are for blocking handlers; an asynchronous lane needs no thread",
+            (o.handler = NULL, o.async_handler = ok_async, o.dispatch.workers = 2));
+    REFUSED(RL_EINVAL, "dispatch.job_timeout_ms 100 with handler", "",
+            o.dispatch.job_timeout_ms = 100);
+    /* Lanes given with no count: none, for either kind of handler. */
+    REFUSED(RL_EINVAL, "dispatch.lane_count 0", "",
+            (o.handler = NULL, o.async_handler = ok_async, o.dispatch.lane_count = 0));
     /* A consumer group is the point. */
-    REFUSED(RL_EINVAL,
+    REFUSED(RL_EINVAL, "conf: no group.id", "commits a group's offsets",
             (rd_kafka_conf_destroy(o.conf), o.conf = consumer_conf(&k, "", "cooperative-sticky")));
     /* The dead-letter producer's configuration is taken over too. */
-    REFUSED(RL_EINVAL, (o.dlq_conf = rd_kafka_conf_new(), o.handler = NULL));
+    REFUSED(RL_EINVAL, "handler and async_handler NULL", "",
+            (o.dlq_conf = rd_kafka_conf_new(), o.handler = NULL));
+    /* One configuration given as both: refused, and freed once. */
+    REFUSED(RL_EINVAL, "dlq_conf is conf", "", o.dlq_conf = o.conf);
 
-    /* The dispatcher's own refusals come through. */
-    REFUSED(RL_EDUPNAME, o.dispatch.lanes = same_lanes);
-    REFUSED(RL_ERANGE, o.dispatch.workers = RL_DISPATCH_THREADS_MAX + 1);
-    REFUSED(RL_EINVAL, o.dispatch.lane_capacity = 0);
-    REFUSED(RL_EPROFILE, {
+    /* The dispatcher's own refusals come through, under the consumer's option path. */
+    REFUSED(RL_EDUPNAME, "dispatch.lanes[1] \"lane-a\"", "unique", o.dispatch.lanes = same_lanes);
+    REFUSED(RL_ERANGE, "dispatch.workers 1025", "RL_DISPATCH_THREADS_MAX",
+            o.dispatch.workers = RL_DISPATCH_THREADS_MAX + 1);
+    REFUSED(RL_EINVAL, "dispatch.lane_capacity 0", "a lane must hold at least one job",
+            o.dispatch.lane_capacity = 0);
+    REFUSED(RL_EPROFILE, "dispatch.ring->profile \"no-such-profile\"", "unknown profile", {
         static rl_ring_options ring;
         rl_ring_options_init(&ring);
         ring.profile = "no-such-profile";
         o.dispatch.ring = &ring;
     });
 
-    /* librdkafka refuses the configuration when it makes the client. */
-    REFUSED(RL_EKAFKA, {
+    /* librdkafka refuses the configuration when it makes the client: its own words follow. */
+    REFUSED(RL_EKAFKA, "conf: librdkafka refused to make the consumer: ", "fetch.max.bytes", {
         conf_set_ok(o.conf, "message.max.bytes", "100000");
         conf_set_ok(o.conf, "fetch.max.bytes", "1000");
     });
+    /* ... and the dead-letter producer's. */
+    REFUSED(RL_EKAFKA, "dlq_conf: librdkafka refused to make the dead-letter producer: ", "", {
+        o.dlq_conf = rd_kafka_conf_new();
+        conf_set_ok(o.dlq_conf, "transactional.id", "t");
+        conf_set_ok(o.dlq_conf, "enable.idempotence", "false");
+    });
+
+    /* ... and the subscription. */
+    static const char *const bad_regex[] = {"^["};
+    REFUSED(RL_EKAFKA, "topics: librdkafka refused the subscription: ", "", o.topics = bad_regex);
+
+    /* A success right after a refusal leaves no detail. */
+    rl_consumer_options good;
+    valid_options(&good);
+    rl_consumer_t *c = NULL;
+    assert_rl_ok(rl_consumer_new(&loop, &good, &c));
+    assert_no_detail();
+    assert_rl_ok(rl_consumer_close(c, NULL));
 
     assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0); /* nothing left behind */
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* Lanes NULL with a count: that many lanes, named by the dispatcher's rule, for both kinds of
+ * handler; an asynchronous consumer given no lanes at all gets RL_CONSUMER_ASYNC_LANES of them,
+ * named the same way. */
+static void lanes_named_for_you(void **state)
+{
+    (void)state;
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    const struct {
+        bool async;
+        size_t count, want;
+    } cases[] = {{false, 3, 3}, {true, 5, 5}, {true, 0, RL_CONSUMER_ASYNC_LANES}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        rl_consumer_options o;
+        valid_options(&o);
+        if (cases[i].async) {
+            o.handler = NULL;
+            o.async_handler = ok_async;
+        }
+        o.dispatch.lanes = NULL;
+        o.dispatch.lane_count = cases[i].count;
+        rl_consumer_t *c = NULL;
+        assert_rl_ok(rl_consumer_new(&loop, &o, &c));
+        assert_no_detail();
+        rl_dispatch_lane_stats *made = calloc(cases[i].want, sizeof *made);
+        assert_non_null(made);
+        rl_dispatch_stats s;
+        size_t n = 0;
+        assert_rl_ok(rl_dispatch_stats_get(rl_consumer_dispatcher(c), &s, made, cases[i].want, &n));
+        assert_int_equal(n, cases[i].want);
+        for (size_t l = 0; l < n; l++) {
+            char name[32];
+            snprintf(name, sizeof name, RL_DISPATCH_LANE_PREFIX "%zu", l);
+            assert_string_equal(made[l].name, name);
+        }
+        free(made);
+        assert_rl_ok(rl_consumer_close(c, NULL));
+        assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    }
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
@@ -239,6 +318,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(new_refuses_bad_options),
+        cmocka_unit_test(lanes_named_for_you),
         cmocka_unit_test(live_consumer_rules),
     };
     return cmocka_run_group_tests(tests, suite_setup, suite_teardown);

@@ -166,11 +166,20 @@ static int noop_handler(rl_dispatcher_t *d, rl_dispatch_job *job)
 }
 
 static void *add_lane_thread_rc;
+static char add_lane_thread_detail[RL_ERROR_DETAIL_MAX];
 static void add_lane_from_thread(void *arg)
 {
     add_lane_thread_rc = (void *)(intptr_t)rl_dispatch_add_lane(arg, "x");
+    snprintf(add_lane_thread_detail, sizeof add_lane_thread_detail, "%s", rl_last_error_detail());
 }
 
+static void async_noop(rl_dispatcher_t *d, rl_dispatch_job *job)
+{
+    rl_dispatch_complete(d, job->ticket, 0);
+}
+
+/* Every refusal of docs/errors.md rows 38-40 and 44: its code, and a detail that names the
+ * option as written in C with its value, and says why. */
 static void test_bad_arguments(void **state)
 {
     (void)state;
@@ -182,50 +191,109 @@ static void test_bad_arguments(void **state)
     o.handler = noop_handler;
     o.lanes = AB;
     o.lane_count = 0;
-    assert_int_equal(rl_dispatch_init(&loop, &o, &d), RL_EINVAL); /* zero lanes */
+    assert_refused(rl_dispatch_init(&loop, &o, &d), RL_EINVAL, "lane_count 0", "at least one");
     assert_null(d);
+    o.lanes = NULL;
+    assert_refused(rl_dispatch_init(&loop, &o, &d), RL_EINVAL, "lanes NULL with lane_count 0",
+                   "\"lane-0\" .. \"lane-<N-1>\"");
+    o.lanes = AB;
     o.lane_count = 2;
-    assert_int_equal(rl_dispatch_init(NULL, &o, &d), RL_EINVAL);
-    assert_int_equal(rl_dispatch_init(&loop, NULL, &d), RL_EINVAL);
-    assert_int_equal(rl_dispatch_init(&loop, &o, NULL), RL_EINVAL);
+    assert_refused(rl_dispatch_init(NULL, &o, &d), RL_EINVAL, "loop NULL", "uv_loop_t");
+    assert_refused(rl_dispatch_init(&loop, NULL, &d), RL_EINVAL, "opts NULL", "");
+    assert_refused(rl_dispatch_init(&loop, &o, NULL), RL_EINVAL, "out NULL", "");
     o.handler = NULL;
-    assert_int_equal(rl_dispatch_init(&loop, &o, &d), RL_EINVAL);
+    assert_refused(rl_dispatch_init(&loop, &o, &d), RL_EINVAL, "handler and async_handler NULL",
+                   "exactly one");
+    o.async_handler = async_noop;
     o.handler = noop_handler;
+    assert_refused(rl_dispatch_init(&loop, &o, &d), RL_EINVAL, "handler and async_handler both set",
+                   "exactly one");
+    o.async_handler = NULL;
     o.lane_capacity = 0;
-    assert_int_equal(rl_dispatch_init(&loop, &o, &d), RL_EINVAL);
+    assert_refused(rl_dispatch_init(&loop, &o, &d), RL_EINVAL, "lane_capacity 0",
+                   "a lane must hold at least one job (1..4294967295)");
     o.lane_capacity = 8;
+    o.max_jobs = 0;
+    assert_refused(rl_dispatch_init(&loop, &o, &d), RL_EINVAL, "max_jobs 0", "1..4294967295");
+    o.max_jobs = 100;
     o.max_attempts = 0;
-    assert_int_equal(rl_dispatch_init(&loop, &o, &d), RL_EINVAL);
+    assert_refused(rl_dispatch_init(&loop, &o, &d), RL_EINVAL, "max_attempts 0", "1..4294967295");
     o.max_attempts = 3;
     o.backoff_ms = 10;
     o.backoff_max_ms = 5;
-    assert_int_equal(rl_dispatch_init(&loop, &o, &d), RL_EINVAL);
+    assert_refused(rl_dispatch_init(&loop, &o, &d), RL_EINVAL,
+                   "backoff_max_ms 5 below backoff_ms 10", "");
     o.backoff_max_ms = 10;
+    o.job_timeout_ms = 100;
+    assert_refused(rl_dispatch_init(&loop, &o, &d), RL_EINVAL, "job_timeout_ms 100 with handler",
+                   "async_handler");
+    o.job_timeout_ms = 0;
+    o.handler = NULL;
+    o.async_handler = async_noop;
+    o.workers = 4;
+    assert_refused(rl_dispatch_init(&loop, &o, &d), RL_EINVAL, "workers 4 with async_handler",
+                   "workers are for blocking handlers; an asynchronous lane needs no thread");
+    o.async_handler = NULL;
+    o.handler = noop_handler;
+    o.workers = RL_DISPATCH_THREADS_MAX + 1;
+    assert_refused(rl_dispatch_init(&loop, &o, &d), RL_ERANGE, "workers 1025",
+                   "RL_DISPATCH_THREADS_MAX (1024");
+    o.workers = 0;
     const char *dup[] = {"a", "b", "a"};
     o.lanes = dup;
     o.lane_count = 3;
-    assert_int_equal(rl_dispatch_init(&loop, &o, &d), RL_EDUPNAME);
+    assert_refused(rl_dispatch_init(&loop, &o, &d), RL_EDUPNAME, "lanes[2] \"a\"",
+                   "unique (also at index 0)");
     const char *empty[] = {"a", ""};
     o.lanes = empty;
     o.lane_count = 2;
-    assert_int_equal(rl_dispatch_init(&loop, &o, &d), RL_ENAME);
+    assert_refused(rl_dispatch_init(&loop, &o, &d), RL_ENAME, "lanes[1] \"\"", "1..255 bytes");
+    const char *unnamed[] = {"a", NULL};
+    o.lanes = unnamed;
+    assert_refused(rl_dispatch_init(&loop, &o, &d), RL_EINVAL, "lanes[1] NULL", "");
     o.lanes = AB;
     o.lane_count = RL_DISPATCH_LANES_MAX + 1;
-    assert_int_equal(rl_dispatch_init(&loop, &o, &d), RL_ERANGE);
+    assert_refused(rl_dispatch_init(&loop, &o, &d), RL_ERANGE, "lane_count 1048577",
+                   "RL_DISPATCH_LANES_MAX");
+    o.lanes = NULL;
+    o.lane_count = RL_DISPATCH_THREADS_MAX + 1; /* a thread per lane */
+    assert_refused(rl_dispatch_init(&loop, &o, &d), RL_ERANGE, "lane_count 1025 with workers 0",
+                   "set workers");
+    o.lanes = AB;
+    o.lane_count = 2;
     rl_ring_options ro;
     rl_ring_options_init(&ro);
     ro.profile = "no-such-profile";
     o.ring = &ro;
-    o.lane_count = 2;
-    assert_int_equal(rl_dispatch_init(&loop, &o, &d), RL_EPROFILE);
+    assert_refused(rl_dispatch_init(&loop, &o, &d), RL_EPROFILE,
+                   "ring->profile \"no-such-profile\"", "unknown profile");
+    ro.profile = "maglev";
+    ro.vnodes = 1000;
+    assert_refused(rl_dispatch_init(&loop, &o, &d), RL_EVNODES, "ring->vnodes 1000",
+                   "profile maglev takes a prime");
+    ro.profile = "ketama";
+    ro.vnodes = RL_VNODES_PROFILE;
+    const char *no_port[] = {"a", "b:x"};
+    o.lanes = no_port;
+    assert_refused(rl_dispatch_init(&loop, &o, &d), RL_ENAME, "lanes[1] \"b:x\"",
+                   "profile ketama takes HOST or HOST:PORT");
     o.ring = NULL;
+    o.lanes = AB;
+    assert_null(d);
 
     assert_rl_ok(rl_dispatch_init(&loop, &o, &d));
-    assert_int_equal(rl_dispatch_add_lane(d, "a"), RL_EDUPNAME);
-    assert_int_equal(rl_dispatch_add_lane(d, ""), RL_ENAME);
-    assert_int_equal(rl_dispatch_add_lane(d, NULL), RL_EINVAL);
-    assert_int_equal(rl_dispatch_add_lane(NULL, "c"), RL_EINVAL);
-    assert_int_equal(rl_dispatch_remove_lane(d, "zz"), RL_ENOENT);
+    assert_no_detail(); /* a success right after a refusal */
+    assert_refused(rl_dispatch_add_lane(d, "a"), RL_EDUPNAME, "name \"a\": already a lane", "");
+    assert_refused(rl_dispatch_add_lane(d, ""), RL_ENAME, "name \"\"", "1..255 bytes");
+    assert_refused(rl_dispatch_add_lane(d, NULL), RL_EINVAL, "name NULL", "");
+    assert_refused(rl_dispatch_add_lane(NULL, "c"), RL_EINVAL, "d NULL", "");
+    assert_refused(rl_dispatch_remove_lane(d, "zz"), RL_ENOENT, "name \"zz\": no such lane", "");
+    assert_refused(rl_dispatch_remove_lane(d, NULL), RL_EINVAL, "name NULL", "");
+    assert_rl_ok(rl_dispatch_add_lane(d, "c"));
+    assert_no_detail();
+    assert_refused(rl_dispatch_remove_lane(d, "zz"), RL_ENOENT, "name \"zz\"", "");
+    assert_rl_ok(rl_dispatch_remove_lane(d, "c"));
+    assert_no_detail();
     assert_int_equal(rl_dispatch_try_submit(d, NULL, 3, NULL, 0), RL_EINVAL);
     assert_int_equal(rl_dispatch_try_submit(NULL, "k", 1, NULL, 0), RL_EINVAL);
     assert_int_equal(rl_dispatch_submit(NULL, "k", 1, NULL, 0, 0), RL_EINVAL);
@@ -238,18 +306,105 @@ static void test_bad_arguments(void **state)
     assert_int_equal(rl_dispatch_close(d, 7, NULL), RL_EINVAL);
     assert_null(rl_dispatch_get_data(NULL));
 
-    /* Loop-thread-only calls from another thread. */
+    /* Loop-thread-only calls from another thread; the detail is that thread's own. */
+    rl_error_detail_clear();
     uv_thread_t t;
     assert_int_equal(uv_thread_create(&t, add_lane_from_thread, d), 0);
     uv_thread_join(&t);
     assert_int_equal((int)(intptr_t)add_lane_thread_rc, RL_ESTATE);
+    assert_non_null(strstr(add_lane_thread_detail, "rl_dispatch_add_lane off the loop thread"));
+    assert_no_detail();
 
     /* An empty key is a key like any other. */
     assert_rl_ok(rl_dispatch_try_submit(d, NULL, 0, NULL, 0));
     assert_rl_ok(rl_dispatch_close(d, RL_DISPATCH_DRAIN, NULL));
     assert_int_equal(rl_dispatch_close(d, RL_DISPATCH_DRAIN, NULL), RL_ECLOSED);
     assert_int_equal(rl_dispatch_try_submit(d, "k", 1, NULL, 0), RL_ECLOSED);
-    assert_int_equal(rl_dispatch_add_lane(d, "c"), RL_ECLOSED);
+    assert_refused(rl_dispatch_add_lane(d, "c"), RL_ECLOSED,
+                   "rl_dispatch_add_lane after rl_dispatch_close", "");
+    assert_refused(rl_dispatch_remove_lane(d, "a"), RL_ECLOSED,
+                   "rl_dispatch_remove_lane after rl_dispatch_close", "");
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* --- lanes named for you --- */
+
+/* lanes NULL with lane_count N: N lanes "lane-0" .. "lane-<N-1>", a ring over those names
+ * (every job goes where a ring of those members sends its key), and lane changes by them. */
+static void test_lanes_named_for_you(void **state)
+{
+    (void)state;
+    enum { N = 5, JOBS = 400 };
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, NULL, N);
+    start(c, &o);
+    assert_no_detail();
+    rl_dispatch_stats s;
+    rl_dispatch_lane_stats lanes[N + 1];
+    size_t n = 0;
+    assert_rl_ok(rl_dispatch_stats_get(c->d, &s, lanes, N + 1, &n));
+    assert_int_equal(n, N);
+    const char *names[N];
+    char want[N][16];
+    for (int i = 0; i < N; i++) {
+        snprintf(want[i], sizeof want[i], RL_DISPATCH_LANE_PREFIX "%d", i);
+        assert_string_equal(lanes[i].name, want[i]);
+        names[i] = want[i];
+    }
+
+    /* Jobs go to the lanes a ring over those names gives their keys. */
+    rl_ring_t *ref = test_ring(NULL, RL_VNODES_PROFILE, names, N);
+    uint64_t expect[N] = {0};
+    for (int i = 0; i < JOBS; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "k%d", i);
+        uint32_t node;
+        assert_rl_ok(rl_ring_lookup(ref, key, strlen(key), &node));
+        expect[node]++;
+        assert_rl_ok(submit(c, new_rec(c, key, 0)));
+    }
+    rl_ring_free(ref);
+    run_until_done(c, JOBS);
+    assert_rl_ok(rl_dispatch_stats_get(c->d, &s, lanes, N + 1, &n));
+    for (int i = 0; i < N; i++) {
+        assert_true(expect[i] > 0); /* every lane had work */
+        assert_int_equal(lanes[i].processed, expect[i]);
+    }
+
+    /* The names are the lanes' own: a duplicate of one is refused, the next number is free,
+     * and they are removed by name. */
+    assert_refused(rl_dispatch_add_lane(c->d, "lane-3"), RL_EDUPNAME,
+                   "name \"lane-3\": already a lane", "");
+    assert_rl_ok(rl_dispatch_add_lane(c->d, "lane-5"));
+    assert_no_detail();
+    assert_rl_ok(rl_dispatch_remove_lane(c->d, "lane-0"));
+    assert_rl_ok(rl_dispatch_stats_get(c->d, &s, lanes, N + 1, &n));
+    assert_int_equal(s.lanes, N);
+    for (int i = 0; i < N; i++)
+        assert_int_not_equal(strcmp(lanes[i].name, "lane-0"), 0);
+    assert_refused(rl_dispatch_remove_lane(c->d, "lane-0"), RL_ENOENT, "name \"lane-0\"", "");
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+
+    /* Asynchronous lanes are the concurrency, so thousands: named the same way. */
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    rl_dispatch_options_init(&o);
+    o.async_handler = async_noop;
+    o.lane_count = 4096;
+    rl_dispatcher_t *d = NULL;
+    assert_rl_ok(rl_dispatch_init(&loop, &o, &d));
+    rl_dispatch_lane_stats *all = calloc(4096, sizeof *all);
+    assert_non_null(all);
+    assert_rl_ok(rl_dispatch_stats_get(d, &s, all, 4096, &n));
+    assert_int_equal(n, 4096);
+    assert_string_equal(all[0].name, "lane-0");
+    assert_string_equal(all[4095].name, "lane-4095");
+    free(all);
+    assert_refused(rl_dispatch_add_lane(d, "lane-4095"), RL_EDUPNAME, "name \"lane-4095\"", "");
+    assert_rl_ok(rl_dispatch_close(d, RL_DISPATCH_DRAIN, NULL));
     assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
     assert_int_equal(uv_loop_close(&loop), 0);
 }
@@ -1218,7 +1373,8 @@ static void test_remove_last_lane(void **state)
     assert_rl_ok(submit(c, first));
     for (int i = 1; i < 10; i++)
         assert_rl_ok(submit(c, new_rec(c, "k", 0)));
-    assert_int_equal(rl_dispatch_remove_lane(c->d, "a"), RL_EBUSY);
+    assert_refused(rl_dispatch_remove_lane(c->d, "a"), RL_EBUSY, "name \"a\": the last lane",
+                   "jobs are left");
     rl_dispatch_stats s;
     assert_rl_ok(rl_dispatch_stats_get(c->d, &s, NULL, 0, NULL));
     assert_int_equal(s.lanes, 1);
@@ -1448,6 +1604,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_lanes_named_for_you),
         cmocka_unit_test(test_order_per_key),
         cmocka_unit_test(test_backpressure),
         cmocka_unit_test(test_max_jobs),

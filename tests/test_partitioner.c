@@ -188,7 +188,8 @@ static int cli_route_status(const char *cli, const char *profile, const char *vn
 
 /* One rule for profile and vnodes: rl_ring_build, the partitioner's options (the plugin's
  * properties) and the CLI take the same pairs and refuse the others with the same words, those
- * of rl_profile_explain_vnodes, at every boundary. jump takes no vnodes anywhere (the CLI took
+ * of rl_profile_explain_vnodes, at every boundary (the plugin and the CLI as "<rule>, got V",
+ * the library as "vnodes V: <rule>"). jump takes no vnodes anywhere (the CLI took
  * --vnodes 50 before), and every profile builds with vnodes not set. */
 static void one_rule_for_profile_and_vnodes(void **state)
 {
@@ -225,9 +226,12 @@ static void one_rule_for_profile_and_vnodes(void **state)
         rl_ring_t *ring = NULL;
         assert_int_equal(rl_ring_build(&m, 1, &ro, &ring), rc);
         rl_ring_free(ring);
-        if (rc && !strstr(rl_last_error_detail(), want))
+        /* The library names the option and its value first, as all its details do. */
+        char lib[256];
+        snprintf(lib, sizeof lib, "vnodes %s: %s", vs ? vs : "", rule);
+        if (rc && strcmp(rl_last_error_detail(), lib) != 0)
             fail_msg("rl_ring_build %s %s said \"%s\", wanted \"%s\"", profile, vs,
-                     rl_last_error_detail(), want);
+                     rl_last_error_detail(), lib);
 
         /* The partitioner's options, as the plugin sets them, and its constructor */
         rl_kafka_partitioner_options o;
@@ -456,14 +460,17 @@ static void option_errors(void **state)
         if (!strstr(err, bad[i].says))
             fail_msg("%s=%s said \"%s\", wanted \"%s\"", bad[i].name, bad[i].value, err,
                      bad[i].says);
+        assert_string_equal(rl_last_error_detail(), err); /* the same words */
         assert_memory_equal(&before, &o, sizeof o);
     }
     assert_int_equal(rl_kafka_partitioner_option_set(NULL, "vnodes", "1", err, sizeof err),
                      RL_EINVAL);
     assert_int_equal(rl_kafka_partitioner_option_set(&o, NULL, "1", NULL, 0), RL_EINVAL);
+    assert_string_equal(rl_last_error_detail(), "ringlane: no option given"); /* no errstr */
 
     /* Good values, then the defaults again. */
     assert_rl_ok(rl_kafka_partitioner_option_set(&o, "ringlane.profile", "ds09", err, 0));
+    assert_no_detail(); /* a success right after a refusal */
     assert_rl_ok(rl_kafka_partitioner_option_set(&o, "vnodes", "65536", err, sizeof err));
     assert_rl_ok(rl_kafka_partitioner_option_set(&o, "null.key", "0", err, sizeof err));
     assert_rl_ok(rl_kafka_partitioner_option_set(&o, "skip.unavailable", "true", err, 1));
@@ -487,24 +494,30 @@ static void option_errors(void **state)
 
     /* The constructor checks the struct too. */
     rl_kafka_partitioner_t *p = (rl_kafka_partitioner_t *)&o; /* must be reset to NULL */
-    assert_int_equal(rl_kafka_partitioner_new(NULL, NULL), RL_EINVAL);
+    assert_refused(rl_kafka_partitioner_new(NULL, NULL), RL_EINVAL, "out NULL", "");
     o.profile = "nope";
-    assert_int_equal(rl_kafka_partitioner_new(&o, &p), RL_EPROFILE);
+    assert_refused(rl_kafka_partitioner_new(&o, &p), RL_EPROFILE, "profile \"nope\"",
+                   "unknown profile (one of: default, ds09");
     assert_null(p);
     rl_kafka_partitioner_options_init(&o);
     o.vnodes = 0;
-    assert_int_equal(rl_kafka_partitioner_new(&o, &p), RL_EVNODES);
+    assert_refused(rl_kafka_partitioner_new(&o, &p), RL_EVNODES, "vnodes 0: outside 1..8388608",
+                   "");
     o.vnodes = RL_VNODES_MAX + 1; /* over what the default profile (balanced) takes */
-    assert_int_equal(rl_kafka_partitioner_new(&o, &p), RL_EVNODES);
+    assert_refused(rl_kafka_partitioner_new(&o, &p), RL_EVNODES, "vnodes 65537",
+                   "profile balanced takes");
     assert_null(p);
     rl_kafka_partitioner_options_init(&o);
     o.null_key = (rl_kafka_null_key)7;
-    assert_int_equal(rl_kafka_partitioner_new(&o, &p), RL_EINVAL);
+    assert_refused(rl_kafka_partitioner_new(&o, &p), RL_EINVAL, "null_key 7",
+                   "RL_KAFKA_NULL_KEY_RANDOM");
     o.null_key = RL_KAFKA_NULL_KEY_FIXED;
     o.null_key_partition = -1;
-    assert_int_equal(rl_kafka_partitioner_new(&o, &p), RL_ERANGE);
+    assert_refused(rl_kafka_partitioner_new(&o, &p), RL_ERANGE, "null_key_partition -1",
+                   "0..2147483646");
     o.null_key_partition = 3;
     assert_rl_ok(rl_kafka_partitioner_new(&o, &p));
+    assert_no_detail();
     rl_kafka_partitioner_options got;
     assert_rl_ok(rl_kafka_partitioner_get_options(p, &got));
     assert_string_equal(got.profile, RL_KAFKA_DEFAULT_PROFILE);
@@ -593,8 +606,21 @@ static void option_combinations(void **state)
         o.skip_unavailable = bad[i].skip != NULL;
         rl_kafka_partitioner_t *p = (rl_kafka_partitioner_t *)&o;
         assert_int_equal(rl_kafka_partitioner_new(&o, &p), bad[i].rc);
-        if (bad[i].rc)
+        if (bad[i].rc) {
             assert_null(p);
+            /* The field as written in C, its value, and the reason the property gave. */
+            char start[64];
+            if (bad[i].rc == RL_EVNODES)
+                snprintf(start, sizeof start, "vnodes %s: ", bad[i].vnodes);
+            else
+                snprintf(start, sizeof start, "skip_unavailable 1: ");
+            const char *d = rl_last_error_detail();
+            if (strncmp(d, start, strlen(start)) != 0 || !strstr(d, bad[i].says))
+                fail_msg("%s/%s: detail \"%s\", want \"%s...%s\"", bad[i].profile,
+                         bad[i].vnodes ? bad[i].vnodes : "-", d, start, bad[i].says);
+        } else {
+            assert_no_detail();
+        }
         rl_kafka_partitioner_destroy(p);
     }
 

@@ -97,11 +97,13 @@ static void what_jump_answers(void **state)
     assert_int_equal(rl_ring_stats_get(r, &st, NULL), RL_ENOTSUP);
     rl_ring_free(r);
 
-    rl_member weighted[] = {{"a", 2, NULL}};
+    rl_member weighted[] = {{"a", 1, NULL}, {"b", 2, NULL}};
     rl_ring_options o;
     rl_ring_options_init(&o);
     o.profile = "jump";
-    assert_int_equal(rl_ring_build(weighted, 1, &o, &r), RL_EWEIGHT);
+    assert_refused(rl_ring_build(weighted, 2, &o, &r), RL_EWEIGHT, "members[1].weight 2",
+                   "profile jump takes weight 1 only");
+    assert_null(r);
 
     /* No vnodes: any value given is refused, as the plugin and the CLI refuse it; the default
      * options (vnodes not set) build, and so do add and remove on the ring they made. */
@@ -112,8 +114,8 @@ static void what_jump_answers(void **state)
         assert_null(r);
         char want[160];
         snprintf(want, sizeof want,
-                 "vnodes: profile jump has no vnodes (it computes each key's bucket from the "
-                 "member count), got %u",
+                 "vnodes %u: profile jump has no vnodes (it computes each key's bucket from the "
+                 "member count)",
                  o.vnodes);
         assert_string_equal(rl_last_error_detail(), want);
     }
@@ -129,6 +131,7 @@ static void what_jump_answers(void **state)
     rl_ring_free(back);
     rl_ring_free(r);
     assert_rl_ok(rl_ring_build(NULL, 0, &o, &r));
+    assert_no_detail();
     assert_int_equal(rl_ring_lookup(r, "k", 1, &node), RL_EEMPTY);
     rl_ring_free(r);
 }

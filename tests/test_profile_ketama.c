@@ -190,8 +190,11 @@ static void names_and_ports(void **state)
     const char *bad[] = {"host:",   ":11211",      "host:0", "host:65536",
                          "host:x1", "host:123456", "host:-1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        rl_member m = {bad[i], 1, NULL};
-        assert_int_equal(rl_ring_build(&m, 1, &o, &a), RL_ENAME);
+        rl_member m[] = {{"h:1", 1, NULL}, {bad[i], 1, NULL}};
+        char start[64];
+        snprintf(start, sizeof start, "members[1].name \"%s\": profile ketama", bad[i]);
+        assert_refused(rl_ring_build(m, 2, &o, &a), RL_ENAME, start,
+                       bad[i][0] == ':' ? "the host is empty" : "a port 1..65535");
         assert_null(a);
     }
     /* A name without ':' is a host, whatever its characters (libmemcached checks none). */
@@ -201,7 +204,8 @@ static void names_and_ports(void **state)
     /* A caller's hash cannot give four points per label. */
     rl_member one = {"h:1", 1, NULL};
     o.hash = constant_hash;
-    assert_int_equal(rl_ring_build(&one, 1, &o, &a), RL_ENOTSUP);
+    assert_refused(rl_ring_build(&one, 1, &o, &a), RL_ENOTSUP, "hash set",
+                   "profile ketama takes no caller hash");
 }
 
 /* The key hash is the first four MD5 bytes, little-endian: MD5("") = d41d8cd9... */

@@ -5,6 +5,12 @@
 #define _POSIX_C_SOURCE 200809L
 #include "test_vectors.h"
 
+static uint64_t constant_hash(void *ctx, const void *data, size_t len)
+{
+    (void)ctx, (void)data, (void)len;
+    return 7;
+}
+
 static rl_ring_t *maglev_ring(const rl_member *m, size_t n, uint32_t table_size)
 {
     rl_ring_options o;
@@ -96,9 +102,16 @@ static void what_a_table_answers(void **state)
     rl_ring_options_init(&o);
     o.profile = "maglev";
     o.vnodes = 65536;
-    assert_int_equal(rl_ring_build(m, 3, &o, &r), RL_EVNODES);
+    assert_refused(rl_ring_build(m, 3, &o, &r), RL_EVNODES, "vnodes 65536",
+                   "profile maglev takes a prime 2..5000011 (its table size)");
     o.vnodes = 5000017; /* prime, above the limit */
-    assert_int_equal(rl_ring_build(m, 3, &o, &r), RL_EVNODES);
+    assert_refused(rl_ring_build(m, 3, &o, &r), RL_EVNODES, "vnodes 5000017", "prime 2..5000011");
+    o.vnodes = 65537;
+    o.hash = constant_hash;
+    assert_refused(rl_ring_build(m, 3, &o, &r), RL_ENOTSUP, "hash set",
+                   "profile maglev takes no caller hash");
+    assert_null(r);
+    o.hash = NULL;
     o.vnodes = RL_VNODES_PROFILE;
     assert_rl_ok(rl_ring_build(NULL, 0, &o, &r));
     assert_int_equal(rl_ring_lookup(r, "k", 1, &node), RL_EEMPTY);

@@ -7,6 +7,8 @@
 
 #include <math.h>
 
+/* Each refusal with its code and its detail (docs/errors.md rows 1-9): the argument as written
+ * in C, the value, the reason. */
 static void build_errors(void **state)
 {
     (void)state;
@@ -15,47 +17,73 @@ static void build_errors(void **state)
     rl_ring_options o;
     rl_ring_options_init(&o);
 
-    assert_int_equal(rl_ring_build(&ok, 1, NULL, NULL), RL_EINVAL);
-    assert_int_equal(rl_ring_build(NULL, 2, NULL, &r), RL_EINVAL);
+    assert_refused(rl_ring_build(&ok, 1, NULL, NULL), RL_EINVAL, "out NULL", "");
+    assert_refused(rl_ring_build(NULL, 2, NULL, &r), RL_EINVAL, "members NULL with count 2", "");
     assert_null(r);
 
-    rl_member no_name = {.name = NULL, .weight = 1};
-    assert_int_equal(rl_ring_build(&no_name, 1, NULL, &r), RL_EINVAL);
+    rl_member no_name[] = {{"a", 1, NULL}, {NULL, 1, NULL}};
+    assert_refused(rl_ring_build(no_name, 2, NULL, &r), RL_EINVAL, "members[1].name NULL", "");
     rl_member empty = {.name = "", .weight = 1};
-    assert_int_equal(rl_ring_build(&empty, 1, NULL, &r), RL_ENAME);
+    assert_refused(rl_ring_build(&empty, 1, NULL, &r), RL_ENAME, "members[0].name \"\"",
+                   "1..255 bytes");
+    assert_null(r);
 
     char name[RL_NAME_MAX + 2];
     memset(name, 'x', sizeof name - 1);
     name[RL_NAME_MAX + 1] = 0; /* 256 bytes: one too many */
     rl_member long_name = {.name = name, .weight = 1};
-    assert_int_equal(rl_ring_build(&long_name, 1, NULL, &r), RL_ENAME);
+    /* The name is quoted cut (64 bytes and "..."), so the detail stays a readable line. */
+    assert_refused(
+        rl_ring_build(&long_name, 1, NULL, &r), RL_ENAME,
+        "members[0].name \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+        "...\" (too long)",
+        "1..255 bytes");
     name[RL_NAME_MAX] = 0; /* 255 bytes: the limit itself is fine */
     assert_rl_ok(rl_ring_build(&long_name, 1, NULL, &r));
+    assert_no_detail();
     assert_string_equal(rl_ring_node_name(r, 0), name);
     rl_ring_free(r);
 
-    rl_member zero_weight = {.name = "a", .weight = 0};
-    assert_int_equal(rl_ring_build(&zero_weight, 1, NULL, &r), RL_EWEIGHT);
+    rl_member zero_weight[] = {{"a", 1, NULL}, {"b", 1, NULL}, {"c", 0, NULL}};
+    assert_refused(rl_ring_build(zero_weight, 3, NULL, &r), RL_EWEIGHT, "members[2].weight 0",
+                   "1..65536");
     rl_member heavy = {.name = "a", .weight = RL_WEIGHT_MAX + 1};
-    assert_int_equal(rl_ring_build(&heavy, 1, NULL, &r), RL_EWEIGHT);
+    assert_refused(rl_ring_build(&heavy, 1, NULL, &r), RL_EWEIGHT, "members[0].weight 65537",
+                   "1..65536");
 
     memset(name, 'z', sizeof name - 1);
     name[RL_NAME_MAX + 1] = 0;
     rl_member long_zone = {.name = "a", .weight = 1, .zone = name};
-    assert_int_equal(rl_ring_build(&long_zone, 1, NULL, &r), RL_ENAME);
+    assert_refused(rl_ring_build(&long_zone, 1, NULL, &r), RL_ENAME, "members[0].zone \"zzz",
+                   "at most 255 bytes");
+    /* A name that is not printable stays one line: \xNN, and quotes escaped. */
+    rl_member odd[] = {{"a\nb\"", 1, NULL}, {"a\nb\"", 1, NULL}};
+    assert_refused(rl_ring_build(odd, 2, NULL, &r), RL_EDUPNAME, "members[1].name \"a\\x0ab\\\"\"",
+                   "unique (also at index 0)");
 
     rl_member dup[] = {{"a", 1, NULL}, {"b", 1, NULL}, {"a", 2, NULL}};
-    assert_int_equal(rl_ring_build(dup, 3, NULL, &r), RL_EDUPNAME);
+    assert_refused(rl_ring_build(dup, 3, NULL, &r), RL_EDUPNAME, "members[2].name \"a\"",
+                   "unique (also at index 0)");
     assert_null(r);
 
     o.profile = "no-such-profile";
-    assert_int_equal(rl_ring_build(&ok, 1, &o, &r), RL_EPROFILE);
+    assert_refused(rl_ring_build(&ok, 1, &o, &r), RL_EPROFILE, "profile \"no-such-profile\"",
+                   "unknown profile (one of: default, ds09, turnstone");
 
     /* Too many points: the limit is checked before anything is allocated. */
     rl_member big[] = {{"a", RL_WEIGHT_MAX, NULL}, {"b", RL_WEIGHT_MAX, NULL}};
     o.profile = NULL;
     o.vnodes = 200;
-    assert_int_equal(rl_ring_build(big, 2, &o, &r), RL_ETOOBIG);
+    assert_refused(rl_ring_build(big, 2, &o, &r), RL_ETOOBIG,
+                   "vnodes 200 with 2 members of total weight 131072: 26214400 points",
+                   "RL_POINTS_MAX (16777216)");
+    assert_refused(rl_ring_build(&ok, RL_MEMBERS_MAX + 1, &o, &r), RL_ETOOBIG, "count 1048577",
+                   "RL_MEMBERS_MAX (1048576)");
+
+    /* A success clears what the refusal before it said. */
+    assert_rl_ok(rl_ring_build(&ok, 1, NULL, &r));
+    assert_no_detail();
+    rl_ring_free(r);
 }
 
 typedef struct big_build {
@@ -114,14 +142,31 @@ static void change_errors(void **state)
     const char *names[] = {"a", "b"};
     rl_ring_t *r = test_ring(NULL, 10, names, 2), *out = (rl_ring_t *)names;
     rl_member bad = {.name = "c", .weight = 0};
-    assert_int_equal(rl_ring_add(r, &bad, &out), RL_EWEIGHT);
+    assert_refused(rl_ring_add(r, &bad, &out), RL_EWEIGHT, "member.weight 0", "1..65536");
     assert_null(out);
-    assert_int_equal(rl_ring_add(NULL, &bad, &out), RL_EINVAL);
-    assert_int_equal(rl_ring_add(r, NULL, &out), RL_EINVAL);
-    assert_int_equal(rl_ring_add(r, &bad, NULL), RL_EINVAL);
-    assert_int_equal(rl_ring_remove(r, NULL, &out), RL_EINVAL);
-    assert_int_equal(rl_ring_remove(NULL, "a", &out), RL_EINVAL);
-    assert_int_equal(rl_ring_remove(r, "a", NULL), RL_EINVAL);
+    assert_refused(rl_ring_add(NULL, &bad, &out), RL_EINVAL, "ring NULL", "");
+    assert_refused(rl_ring_add(r, NULL, &out), RL_EINVAL, "member NULL", "");
+    assert_refused(rl_ring_add(r, &bad, NULL), RL_EINVAL, "out NULL", "");
+    rl_member unnamed = {.name = "", .weight = 1};
+    assert_refused(rl_ring_add(r, &unnamed, &out), RL_ENAME, "member.name \"\"", "1..255");
+    assert_refused(rl_ring_remove(r, NULL, &out), RL_EINVAL, "name NULL", "");
+    assert_refused(rl_ring_remove(NULL, "a", &out), RL_EINVAL, "ring NULL", "");
+    assert_refused(rl_ring_remove(r, "a", NULL), RL_EINVAL, "out NULL", "");
+    /* Refusals that only the rebuilt ring finds name the added member too. */
+    rl_ring_t *k = test_ring("ketama", 160, names, 2);
+    rl_member no_port = {.name = "host:0", .weight = 1};
+    assert_refused(rl_ring_add(k, &no_port, &out), RL_ENAME, "member.name \"host:0\"",
+                   "HOST:PORT, with a port 1..65535");
+    rl_ring_free(k);
+    /* Successes, also right after a refusal, leave no detail. */
+    rl_member c = {.name = "c", .weight = 1};
+    assert_rl_ok(rl_ring_add(r, &c, &out));
+    assert_no_detail();
+    rl_ring_free(out);
+    assert_refused(rl_ring_remove(r, NULL, &out), RL_EINVAL, "name NULL", "");
+    assert_rl_ok(rl_ring_remove(r, "a", &out));
+    assert_no_detail();
+    rl_ring_free(out);
     rl_ring_free(r);
     rl_ring_free(NULL); /* a no-op */
 }
@@ -410,7 +455,7 @@ static void profile_vnodes_and_balanced(void **state)
     assert_string_equal(small, "profile"); /* cut, terminated */
     assert_int_equal(rl_profile_explain_vnodes("maglev", 1000, NULL, 100), RL_EVNODES);
 
-    /* rl_ring_build says the same, after the option's name, with the value. */
+    /* rl_ring_build says the same, after the option's name and its value. */
     rl_member one = {"a", 1, NULL};
     rl_ring_options bad;
     rl_ring_options_init(&bad);
@@ -418,8 +463,8 @@ static void profile_vnodes_and_balanced(void **state)
     bad.vnodes = 1000;
     rl_ring_t *none = NULL;
     assert_int_equal(rl_ring_build(&one, 1, &bad, &none), RL_EVNODES);
-    assert_string_equal(rl_last_error_detail(), "vnodes: profile maglev takes a prime "
-                                                "2..5000011 (its table size), got 1000");
+    assert_string_equal(rl_last_error_detail(), "vnodes 1000: profile maglev takes a prime "
+                                                "2..5000011 (its table size)");
     rl_member m[6] = {{"a", 1, NULL}, {"b", 1, NULL}, {"c", 1, NULL},
                       {"d", 1, NULL}, {"e", 1, NULL}, {"f", 1, NULL}};
     rl_ring_options o;

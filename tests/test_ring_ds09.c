@@ -136,10 +136,15 @@ static void rejects_zero_vnodes(void **state)
     rl_ring_options_init(&o);
     o.vnodes = 0;
     rl_ring_t *r = (rl_ring_t *)&o; /* must be reset to NULL on error */
-    assert_int_equal(rl_ring_build(&a, 1, &o, &r), RL_EVNODES);
+    assert_refused(rl_ring_build(&a, 1, &o, &r), RL_EVNODES, "vnodes 0",
+                   "profile default takes 1..65536");
     assert_null(r);
     o.vnodes = RL_VNODES_MAX + 1;
-    assert_int_equal(rl_ring_build(&a, 1, &o, &r), RL_EVNODES);
+    assert_refused(rl_ring_build(&a, 1, &o, &r), RL_EVNODES, "vnodes 65537", "1..65536");
+    o.profile = "ketama"; /* vnodes / 4 labels per server: at least 5 */
+    o.vnodes = 4;
+    assert_refused(rl_ring_build(&a, 1, &o, &r), RL_EVNODES, "vnodes 4",
+                   "profile ketama takes 5..65536");
 }
 
 /* Owners of keys "key-0" .. "key-<k-1>", as names. */

@@ -23,6 +23,27 @@
             fail_msg("%s returned %s (%s)", #expr, rl_err_name(rl__rc), rl_strerror(rl__rc));      \
     } while (0)
 
+/* Asserts that expr returns `code` and leaves rl_last_error_detail() starting with `start`
+ * (the option or argument as written in C, and the value) and containing `why` (a word of the
+ * reason; "" for none). */
+#define assert_refused(expr, code, start, why)                                                     \
+    do {                                                                                           \
+        int rl__rc = (expr);                                                                       \
+        const char *rl__d = rl_last_error_detail();                                                \
+        if (rl__rc != (code))                                                                      \
+            fail_msg("%s returned %s, want %s (detail \"%s\")", #expr, rl_err_name(rl__rc),        \
+                     rl_err_name(code), rl__d);                                                    \
+        if (strncmp(rl__d, (start), strlen(start)) != 0 || !strstr(rl__d, (why)))                  \
+            fail_msg("%s: detail \"%s\", want \"%s...%s...\"", #expr, rl__d, (start), (why));      \
+    } while (0)
+
+/* Asserts that the last call that says why succeeded: no detail left. */
+#define assert_no_detail()                                                                         \
+    do {                                                                                           \
+        if (rl_last_error_detail()[0])                                                             \
+            fail_msg("a detail after success: \"%s\"", rl_last_error_detail());                    \
+    } while (0)
+
 /* A ring from names (weight 1 each) with a profile and vnodes; fails the test on error. */
 static inline rl_ring_t *test_ring(const char *profile, uint32_t vnodes, const char *const *names,
                                    size_t n)

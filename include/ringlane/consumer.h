@@ -135,18 +135,20 @@ typedef struct rl_consumer_options {
     /* The dispatcher: lanes, lane_capacity, max_jobs, max_attempts, backoff, workers (blocking
      * handlers: a shared pool of that many threads instead of one per lane), job_timeout_ms
      * (asynchronous handlers: an attempt not completed in time fails with RL_ETIMEDOUT). Lanes
-     * are required with a blocking handler; with an asynchronous one, lanes NULL and
-     * lane_count 0 make RL_CONSUMER_ASYNC_LANES lanes. Its handler, async_handler, on_done,
-     * on_capacity and data belong to the consumer and must stay NULL. */
+     * NULL with lane_count N make N lanes named "lane-0".."lane-<N-1>" (the dispatcher's
+     * RL_DISPATCH_LANE_PREFIX rule); with an asynchronous handler, lanes NULL and lane_count 0
+     * make RL_CONSUMER_ASYNC_LANES lanes, named the same way. A blocking handler needs a count
+     * or names. Its handler, async_handler, on_done, on_capacity and data belong to the
+     * consumer and must stay NULL. */
     rl_dispatch_options dispatch;
     /* The dead-letter topic: NULL = "<source topic>.dlq"; "" = none (dead letters are only
      * reported to on_dead_letter and count as done). */
     const char *dlq_topic;
-    /* The dead-letter producer's configuration (taken over like conf), used as it is; NULL = a
-     * copy of conf without the properties the running librdkafka marks consumer-only (so the
-     * producer logs no CONFWARN about them), with enable.idempotence=true. Producer properties
-     * set on conf come along, but the consumer warns that it ignores them: settings for the
-     * dead-letter producer alone belong in a dlq_conf. */
+    /* The dead-letter producer's configuration (taken over like conf, so not conf itself), used as
+     * it is; NULL = a copy of conf without the properties the running librdkafka marks
+     * consumer-only (so the producer logs no CONFWARN about them), with enable.idempotence=true.
+     * Producer properties set on conf come along, but the consumer warns that it ignores them:
+     * settings for the dead-letter producer alone belong in a dlq_conf. */
     rd_kafka_conf_t *dlq_conf;
     int null_key;                /* enum rl_consumer_null_key (PARTITION) */
     uint32_t max_key_len;        /* longer keys are dead-lettered (4096) */
@@ -172,11 +174,17 @@ RL_EXTERN void rl_consumer_options_init(rl_consumer_options *opts);
 
 /* Makes a consumer on `loop` (call on the loop thread): its dispatcher, its librdkafka consumer
  * subscribed to the topics, and the dead-letter producer. Errors: RL_EINVAL (NULL argument, no
- * conf or topics; not exactly one of handler and async_handler; no lanes with a blocking
- * handler; a dispatch callback set; dispatch.workers with async_handler, dispatch.job_timeout_ms
- * with handler; a zero limit, first_assignment_timeout_ms included), RL_EKAFKA (librdkafka
+ * conf or topics; dlq_conf the same as conf; not exactly one of handler and async_handler; no
+ * lanes with a blocking handler; a dispatch callback set; dispatch.workers with async_handler,
+ * dispatch.job_timeout_ms with handler; a zero limit, first_assignment_timeout_ms
+ * included; no group.id), RL_EKAFKA (librdkafka
  * refused the configuration or the subscription), the dispatcher's errors, RL_ENOMEM,
- * RL_ELOOP. */
+ * RL_ELOOP. On a refusal *out is NULL, both configurations are freed, and
+ * rl_last_error_detail() says why: the option as written in C, its value, the reason ("conf: no
+ * group.id (the consumer commits a group's offsets)"); the dispatcher's refusals come under
+ * "dispatch." ("dispatch.lane_capacity 0: ..."), librdkafka's with its own message. A refusal
+ * that comes after the dispatcher was made (RL_EKAFKA, RL_ELOOP) leaves it closing on the loop:
+ * run the loop (uv_run) before uv_loop_close. */
 RL_EXTERN int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts,
                               rl_consumer_t **out);
 

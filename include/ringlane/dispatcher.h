@@ -85,6 +85,12 @@ extern "C" {
 #define RL_DISPATCH_LANES_MAX 1048576u /* lanes in one dispatcher (the ring's member limit) */
 #define RL_DISPATCH_THREADS_MAX 1024u  /* worker threads: opts.workers, or lanes when it is 0 */
 
+/* The names of the lanes made for you (opts.lanes NULL with lane_count N): "lane-0", "lane-1",
+ * ..., "lane-<N-1>", the prefix and the lane's number in decimal without leading zeros. The
+ * ordered consumer's default lanes are named the same way. A later rl_dispatch_add_lane may
+ * use the next numbers ("lane-<N>"); a name already a lane is RL_EDUPNAME. */
+#define RL_DISPATCH_LANE_PREFIX "lane-"
+
 typedef struct rl_dispatcher rl_dispatcher_t;
 
 /* A job as the handler and the callbacks see it. The dispatcher owns the memory; it stays valid
@@ -134,8 +140,9 @@ typedef void (*rl_dispatch_capacity_cb)(rl_dispatcher_t *d);
 typedef void (*rl_dispatch_close_cb)(rl_dispatcher_t *d);
 
 typedef struct rl_dispatch_options {
-    const char *const *lanes; /* lane names (ring members, weight 1), at least one */
-    size_t lane_count;
+    const char *const *lanes; /* lane names (ring members, weight 1); NULL: lane_count lanes named
+                                 RL_DISPATCH_LANE_PREFIX "0" .. "<lane_count - 1>" */
+    size_t lane_count;        /* at least one */
     const rl_ring_options *ring;         /* NULL = rl_ring_options_init() defaults */
     rl_dispatch_handler_fn handler;      /* blocking, on worker threads; or: */
     rl_dispatch_async_fn async_handler;  /* asynchronous, on the loop (exactly one of the two) */
@@ -164,12 +171,17 @@ RL_EXTERN void rl_dispatch_options_init(rl_dispatch_options *opts);
 
 /* Creates a dispatcher on `loop` and starts its worker threads (none for an asynchronous
  * handler). Call on the loop thread.
- * Errors: RL_EINVAL (NULL argument, not exactly one of handler and async_handler, zero lanes, a
- * zero capacity, max_attempts 0, backoff_max_ms < backoff_ms, workers or job_timeout_ms with
- * the other kind of handler), RL_ERANGE (over RL_DISPATCH_LANES_MAX lanes; over
- * RL_DISPATCH_THREADS_MAX workers, or lanes with workers = 0), RL_ENAME,
- * RL_EDUPNAME, RL_EPROFILE, RL_EVNODES, RL_ENOTSUP and any other error rl_ring_build gives
- * for the lane names and opts->ring, RL_ENOMEM, RL_ELOOP (libuv failed). */
+ * Errors: RL_EINVAL (NULL loop, opts or out, not exactly one of handler and async_handler,
+ * lane_count 0 (lanes NULL too: no lanes), a NULL name in lanes, a zero lane_capacity, max_jobs
+ * or max_attempts, backoff_max_ms < backoff_ms, workers or job_timeout_ms with the other kind of
+ * handler), RL_ERANGE (over RL_DISPATCH_LANES_MAX lanes; over RL_DISPATCH_THREADS_MAX
+ * workers, or lanes with workers = 0), RL_ENAME, RL_EDUPNAME, RL_EPROFILE, RL_EVNODES,
+ * RL_ENOTSUP, RL_ETOOBIG and any other error rl_ring_build gives for the lane names and
+ * opts->ring, RL_ENOMEM (also a worker thread that could not be started), RL_ELOOP (libuv
+ * failed). A refusal leaves *out NULL and nothing allocated, and says why in
+ * rl_last_error_detail(): the option as written in C, the value, the reason, e.g.
+ * "lane_capacity 0: a lane must hold at least one job (1..4294967295)"; the ring's refusals
+ * come as "lanes[3] ..." or "ring->vnodes ...". */
 RL_EXTERN int rl_dispatch_init(struct uv_loop_s *loop, const rl_dispatch_options *opts,
                                rl_dispatcher_t **out);
 
@@ -217,17 +229,20 @@ RL_EXTERN int rl_dispatch_submit_many(rl_dispatcher_t *d, const rl_dispatch_item
                                       int *status, size_t *queued);
 
 /* Adds a lane and moves to it the keys the ring gives it, with their queued jobs (in order).
- * With workers = 0 it starts the lane's worker thread. Errors: RL_EDUPNAME, RL_ENAME,
- * RL_ERANGE (lane or thread limit), RL_ECLOSED, RL_ESTATE (not the loop thread), RL_ENOMEM,
- * RL_ELOOP; on error nothing changed. */
+ * With workers = 0 it starts the lane's worker thread. Errors: RL_EINVAL (NULL d or name),
+ * RL_EDUPNAME, RL_ENAME, RL_ERANGE (lane or thread limit), RL_ECLOSED, RL_ESTATE (not the loop
+ * thread), RL_ENOMEM, RL_ELOOP, and what rl_ring_add gives for the ring (ketama: a name that is
+ * not HOST:PORT; RL_ETOOBIG); on error nothing changed, and rl_last_error_detail() says why
+ * ("name \"lane-5\": already a lane"). */
 RL_EXTERN int rl_dispatch_add_lane(rl_dispatcher_t *d, const char *name);
 
 /* Removes a lane: its keys and queued jobs move to the lanes the ring now gives them, in order
  * (and so do other lanes' keys that the profile moves); its worker finishes its in-flight job
- * and stops. Errors: RL_ENOENT, RL_EBUSY (the last lane while any job is left: queued, in
- * flight, parked for a retry, or waiting behind a removed lane's job; nothing changes, nothing
- * is lost), RL_ECLOSED, RL_ESTATE, RL_ENOMEM. With the last lane gone
- * submissions answer RL_ESTATE until a lane is added. */
+ * and stops. Errors: RL_EINVAL (NULL d or name), RL_ENOENT, RL_EBUSY (the last lane while any
+ * job is left: queued, in flight, parked for a retry, or waiting behind a removed lane's job;
+ * nothing changes, nothing is lost), RL_ECLOSED, RL_ESTATE, RL_ENOMEM, each with its detail in
+ * rl_last_error_detail() ("name \"zz\": no such lane"). With the last lane gone submissions
+ * answer RL_ESTATE until a lane is added. */
 RL_EXTERN int rl_dispatch_remove_lane(rl_dispatcher_t *d, const char *name);
 
 /* Finishes the asynchronous attempt named by `ticket` (job->ticket, as the async handler saw

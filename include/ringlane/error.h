@@ -55,11 +55,20 @@ RL_EXTERN const char *rl_err_name(int err);
 #define RL_ERROR_DETAIL_MAX 512 /* bytes of a detail, the terminating NUL included */
 
 /* The detail of the last refusal on this thread by a function that says why: one line naming
- * the argument or option, the value given and the reason, in the words of docs/errors.md, e.g.
- * "lane_capacity 0: a lane must hold at least one job". "" when the last such call succeeded,
- * or none was made. Each function that says why clears it when it starts, so the text is about
- * the latest call; it stays until the next one on this thread. Thread-local: calls on other
- * threads never change it. The functions that say why are listed in docs/errors.md. Never NULL. */
+ * the argument or option as written in C, the value given and the reason, in the words of
+ * docs/errors.md, e.g. "lane_capacity 0: a lane must hold at least one job (1..4294967295)";
+ * options that come through another's are named by their path ("dispatch.lane_capacity 0",
+ * "ring->vnodes 1000"), and resource failures by what could not be made ("out of memory: ...",
+ * librdkafka's own message). "" when the last such call succeeded, or none was made. Each
+ * function that says why clears it when it starts, so the text is about the latest call; it
+ * stays until the next one on this thread. Thread-local: calls on other threads never change
+ * it. The functions that say why: rl_ring_build, rl_ring_add, rl_ring_remove,
+ * rl_snapshot_create, rl_kafka_partitioner_new, rl_kafka_partitioner_option_set,
+ * rl_dispatch_init, rl_dispatch_add_lane, rl_dispatch_remove_lane, rl_consumer_new (see
+ * docs/errors.md). Never NULL.
+ *
+ *     if (rc) fprintf(stderr, "rl_dispatch_init: %s: %s\n", rl_strerror(rc),
+ *                     rl_last_error_detail()); */
 RL_EXTERN const char *rl_last_error_detail(void);
 
 /* Records the detail rl_last_error_detail() gives on this thread (printf format; cut, still

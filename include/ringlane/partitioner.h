@@ -96,7 +96,8 @@ RL_EXTERN void rl_kafka_partitioner_options_init(rl_kafka_partitioner_options *o
  * profile may still follow). On error returns RL_EINVAL (unknown name, NULL opts or name),
  * RL_EPROFILE, RL_ERANGE (a value that is no value of the property), RL_EVNODES or RL_ENOTSUP
  * (a pair that does not go together), leaves opts unchanged and writes a one-line message
- * naming the property, the value and why to errstr (when errstr_size > 0). */
+ * naming the property, the value and why to errstr (when errstr_size > 0), and the same line to
+ * rl_last_error_detail() (errstr or not; "" on success). */
 RL_EXTERN int rl_kafka_partitioner_option_set(rl_kafka_partitioner_options *opts, const char *name,
                                               const char *value, char *errstr, size_t errstr_size);
 
@@ -104,7 +105,9 @@ RL_EXTERN int rl_kafka_partitioner_option_set(rl_kafka_partitioner_options *opts
  * opts need not outlive the call. Every option and pair that cannot give a working ring is
  * refused: RL_EINVAL (NULL out, bad null_key), RL_EPROFILE, RL_EVNODES (vnodes outside the
  * profile's range, not a prime for maglev, any for jump), RL_ENOTSUP (skip_unavailable with
- * maglev or jump), RL_ERANGE (null_key_partition), RL_ENOMEM; *out is NULL then. */
+ * maglev or jump), RL_ERANGE (null_key_partition), RL_ENOMEM; *out is NULL then, and
+ * rl_last_error_detail() names the field as written in C, its value and the reason ("vnodes
+ * 1000: profile maglev takes a prime 2..5000011 (its table size), got 1000"). */
 RL_EXTERN int rl_kafka_partitioner_new(const rl_kafka_partitioner_options *opts,
                                        rl_kafka_partitioner_t **out);
 

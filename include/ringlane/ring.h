@@ -71,17 +71,21 @@ RL_EXTERN void rl_ring_options_init(rl_ring_options *opts);
  * characters, as libmemcached takes it: ketama checks no host name); maglev
  * RL_EVNODES for a table size that is not a prime; jump RL_EVNODES for any vnodes but
  * RL_VNODES_PROFILE and RL_EWEIGHT for a weight other than 1;
- * ketama and maglev RL_ENOTSUP with a caller hash. On error *out is set to NULL. Names and
- * zones are copied. */
+ * ketama and maglev RL_ENOTSUP with a caller hash. On error *out is set to NULL, nothing stays
+ * allocated, and rl_last_error_detail() says why, naming the argument as written in C and the
+ * value ("members[2].weight 0: a weight must be 1..65536", "vnodes 1000: profile maglev takes a
+ * prime 2..5000011 (its table size)"); on success it is "". Names and zones are copied. */
 RL_EXTERN int rl_ring_build(const rl_member *members, size_t count, const rl_ring_options *opts,
                             rl_ring_t **out);
 
 /* A new snapshot with `member` appended. A member whose name is already in the ring changes
  * nothing (the new snapshot equals the old one, even if weight or zone differ: remove, then add
- * to change them). Errors as rl_ring_build. */
+ * to change them). Errors as rl_ring_build (RL_EINVAL also for a NULL ring or member), each with
+ * its rl_last_error_detail(), which calls the new member "member" ("member.weight 0: ..."). */
 RL_EXTERN int rl_ring_add(const rl_ring_t *ring, const rl_member *member, rl_ring_t **out);
 
-/* A new snapshot without the member `name`; a name not in the ring changes nothing. */
+/* A new snapshot without the member `name`; a name not in the ring changes nothing. Errors:
+ * RL_EINVAL (NULL ring, name or out), RL_ENOMEM, with rl_last_error_detail(). */
 RL_EXTERN int rl_ring_remove(const rl_ring_t *ring, const char *name, rl_ring_t **out);
 
 /* Frees a snapshot; NULL is a no-op. */

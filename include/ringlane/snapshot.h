@@ -38,8 +38,9 @@ extern "C" {
 typedef struct rl_snapshot rl_snapshot_t;
 
 /* A holder whose first snapshot is `ring` (NULL: none yet; lookups say RL_EEMPTY). The holder
- * owns the ring from now on. Errors: RL_EINVAL, RL_EBUSY (ring already in a holder),
- * RL_ENOMEM (then the caller still owns ring). */
+ * owns the ring from now on. Errors: RL_EINVAL (NULL out), RL_EBUSY (ring already in a holder),
+ * RL_ENOMEM (then the caller still owns ring); *out is NULL then, and rl_last_error_detail()
+ * says why ("ring: already in a holder ..."). */
 RL_EXTERN int rl_snapshot_create(rl_ring_t *ring, rl_snapshot_t **out);
 
 /* Makes `ring` the current snapshot; the holder owns it from now on. The replaced ring is freed
