@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 # The install as a user outside the project meets it (docs/install.md, which must show the
-# quick starts tests/install/quickstart*.c as they are). Into scratch prefixes:
+# quick starts tests/install/quickstart*.c as they are, and README.md the first). Into scratch
+# prefixes:
 # 1. `cmake --install BUILD_DIR --prefix P`: the .pc files name P (written at install time);
 #    with pkg-config, the quick starts (tests/install/quickstart*.c, shown in docs/install.md)
 #    and app.c (every library) build and run, quickstart.c also against libringlane.a with
@@ -42,6 +43,15 @@ for program in quickstart.c quickstart_dispatch.c; do
   done
   [ "$shown" = yes ] || fail "docs/install.md does not show tests/install/$program as it is"
 done
+# and so does the README's quick start.
+mkdir "$tmp/readme"
+awk -v dir="$tmp/readme" '/^```c$/ { n++; inside = 1; next } /^```$/ { inside = 0 }
+  inside { print > (dir "/block" n ".c") }' "$src/README.md"
+shown=no
+for block in "$tmp"/readme/block*.c; do
+  cmp -s "$block" "$tmp/doc/quickstart.c.body" && shown=yes
+done
+[ "$shown" = yes ] || fail "README.md does not show tests/install/quickstart.c as it is"
 
 # --- 1. cmake --install, pkg-config ---
 prefix="$tmp/prefix"

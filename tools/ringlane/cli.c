@@ -190,12 +190,13 @@ const char *cli_build_why(const char *profile, int rc, char *buf, size_t size)
                  RL_POINTS_MAX);
     else if (rc == RL_EVNODES && *detail) /* cli_parse_vnodes says it first, in these words */
         snprintf(buf, size, "--%s", detail);
-    else if (*detail)
-        snprintf(buf, size, "%s", detail);
+    /* In the shell's words where the library's name C fields (members[0].weight). */
     else if (rc == RL_ENAME && p && strcmp(p->name, "ketama") == 0)
         snprintf(buf, size, "ketama members are HOST or HOST:PORT with a port 1..65535");
     else if (rc == RL_EWEIGHT && p) /* SPECs hold 1..RL_WEIGHT_MAX: the profile takes only 1 */
         snprintf(buf, size, "profile %s takes no weights (every member counts as one)", p->name);
+    else if (*detail)
+        snprintf(buf, size, "%s", detail);
     else
         snprintf(buf, size, "cannot build the ring: %s", rl_strerror(rc));
     return buf;
