@@ -247,6 +247,7 @@ void rl_ring_free(rl_ring_t *r)
     free(r->pos);
     free(r->owner);
     free(r->table);
+    free(r->memento);
     rl__index_free(r);
     free(r);
 }
@@ -351,13 +352,24 @@ static rl_member *members_of(const rl_ring_t *r)
     return m;
 }
 
-static int rebuild(const rl_ring_t *r, const rl_member *m, size_t count, rl_ring_t **out)
+/* The ring of the members m, built as rl_ring_build does; a profile with a history (follow)
+ * then carries r's over and applies the change. */
+static int rebuild(const rl_ring_t *r, const rl_member *m, size_t count, rl__change change,
+                   rl_ring_t **out)
 {
     rl_ring_options opts = {.profile = r->profile->info.name,
                             .vnodes = r->vnodes,
                             .hash = r->hash,
                             .hash_ctx = r->hash_ctx};
-    return rl_ring_build(m, count, &opts, out);
+    int rc = rl_ring_build(m, count, &opts, out);
+    if (rc == 0 && r->profile->follow) {
+        rc = r->profile->follow(*out, r, &change);
+        if (rc) {
+            rl_ring_free(*out);
+            *out = NULL;
+        }
+    }
+    return rc;
 }
 
 int rl_ring_add(const rl_ring_t *r, const rl_member *member, rl_ring_t **out)
@@ -375,9 +387,12 @@ int rl_ring_add(const rl_ring_t *r, const rl_member *member, rl_ring_t **out)
         return RL_ENOMEM;
     uint32_t existing;
     size_t count = r->n_nodes;
-    if (rl_ring_find(r, member->name, &existing) != 0)
+    rl__change change = {RL__CHANGE_NONE, 0};
+    if (rl_ring_find(r, member->name, &existing) != 0) {
+        change = (rl__change){RL__CHANGE_ADD, (uint32_t)count};
         m[count++] = *member;
-    rc = rebuild(r, m, count, out);
+    }
+    rc = rebuild(r, m, count, change, out);
     free(m);
     return rc;
 }
@@ -394,11 +409,13 @@ int rl_ring_remove(const rl_ring_t *r, const char *name, rl_ring_t **out)
         return RL_ENOMEM;
     uint32_t gone;
     size_t count = r->n_nodes;
+    rl__change change = {RL__CHANGE_NONE, 0};
     if (rl_ring_find(r, name, &gone) == 0) {
+        change = (rl__change){RL__CHANGE_REMOVE, gone};
         memmove(&m[gone], &m[gone + 1], (count - gone - 1) * sizeof *m);
         count--;
     }
-    int rc = rebuild(r, m, count, out);
+    int rc = rebuild(r, m, count, change, out);
     free(m);
     return rc;
 }

@@ -46,6 +46,13 @@ int rl__sort_points(rl__point *v, size_t n, const uint32_t *tie);
  * masked to the ring width. */
 uint64_t rl__label_hash(const struct rl_ring *r, const void *data, size_t len);
 
+/* A membership change that makes a new snapshot from an old one (rl_ring_add, rl_ring_remove). */
+typedef struct rl__change {
+    enum { RL__CHANGE_NONE, RL__CHANGE_ADD, RL__CHANGE_REMOVE } kind; /* NONE: the same members */
+    uint32_t node; /* ADD: the new member's index in the new ring; REMOVE: the removed member's
+                      index in the old ring */
+} rl__change;
+
 typedef struct rl__profile {
     rl_profile_info info;
     enum rl__successor successor;
@@ -69,6 +76,10 @@ typedef struct rl__profile {
     /* Refuses vnodes the profile cannot build with beyond min/max_vnodes (maglev: not a prime);
      * NULL when the range is all. */
     int (*check_vnodes)(uint32_t vnodes);
+    /* Profiles whose placement depends on the history of changes (memento) set follow: after
+     * rl_ring_add or rl_ring_remove has built `next` from the new member list, it carries
+     * `prev`'s state over and applies the change. NULL: a ring is its member list alone. */
+    int (*follow)(struct rl_ring *next, const struct rl_ring *prev, const rl__change *change);
 } rl__profile;
 
 const rl__profile *rl__profile_find(const char *name);
@@ -80,6 +91,13 @@ extern const rl__profile rl__profile_groupcache;
 extern const rl__profile rl__profile_maglev;
 extern const rl__profile rl__profile_jump;
 extern const rl__profile rl__profile_balanced;
+extern const rl__profile rl__profile_memento;
+
+/* Lamping and Veach's jump consistent hash: the bucket 0..buckets-1 of a 64-bit key (buckets
+ * >= 1). Shared by jump and memento. */
+uint32_t rl__jump_bucket(uint64_t key, uint32_t buckets);
+
+struct rl__memento;
 
 typedef struct rl__node {
     char *name;
@@ -109,6 +127,10 @@ struct rl_ring {
      * rl__profile.build, freed with the snapshot; NULL and 0 for every other profile. --- */
     uint32_t *table;  /* table[i] is a node index */
     size_t table_len; /* entries in table */
+    /* --- the history of changes (memento): which bucket each member holds and the buckets
+     * removed, carried from snapshot to snapshot by rl__profile.follow. NULL while the placement
+     * is the member list's own (jump's). Freed with the snapshot. --- */
+    struct rl__memento *memento;
     /* --- lookup engine (lib/lookup_index.c), built with the snapshot, never changed ---
      * Positions are looked up as "first point >= h" after h = (h + ix_gt) & mask, since
      * "first point > h" is "first point >= h + 1" and the top position wraps to point 0. */

@@ -28,9 +28,12 @@ typedef struct rl_profile_info {
     uint32_t max_vnodes;     /* the largest vnodes the profile accepts (RL_VNODES_MAX but for
                                 maglev, whose vnodes is its prime table size) */
     const char *kind;        /* "ring" (points on a circle), "table" (maglev's lookup table) or
-                                "computed" (jump: no state but the member count) */
+                                "computed" (jump, memento: buckets computed from the hash) */
     uint32_t min_vnodes;     /* the smallest vnodes the profile accepts (1 but for ketama, whose
                                 servers get vnodes / 4 labels: at least 5 for one each) */
+    int history;             /* 1 when a ring made by rl_ring_add / rl_ring_remove depends on the
+                                changes that led to it, not on its members alone (memento: a
+                                build of the same members may place keys otherwise); else 0 */
 } rl_profile_info;
 
 RL_EXTERN size_t rl_profile_count(void);

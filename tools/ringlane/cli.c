@@ -183,8 +183,8 @@ static int build_error(const char *cmd, const char *profile, uint32_t vnodes, in
                                p->max_vnodes, vnodes);
     if (rc == RL_ENAME && strcmp(p->name, "ketama") == 0)
         return cli_usage_error(cmd, "ketama members are HOST or HOST:PORT with a port 1..65535");
-    if (rc == RL_EWEIGHT && strcmp(p->name, "jump") == 0)
-        return cli_usage_error(cmd, "jump buckets take no weights (every bucket is one)");
+    if (rc == RL_EWEIGHT && strcmp(p->kind, "computed") == 0)
+        return cli_usage_error(cmd, "%s buckets take no weights (every bucket is one)", p->name);
     return cli_usage_error(cmd, "cannot build the ring: %s", rl_strerror(rc));
 }
 

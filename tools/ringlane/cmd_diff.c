@@ -99,10 +99,11 @@ static int diff_profiles(const char *cmd, const char *list, const cli_spec *from
         if (rc == 0)
             rc = rl_ring_build(to->members, to->count, &o, &d[i].to);
         if (rc) {
-            cli_error(cmd, "%s: cannot build the rings: %s", names[i],
-                      rc == RL_EWEIGHT && strcmp(names[i], "jump") == 0
-                          ? "jump buckets take no weights"
-                          : rl_strerror(rc));
+            if (rc == RL_EWEIGHT && strcmp(rl_profile_find(names[i])->kind, "computed") == 0)
+                cli_error(cmd, "%s: cannot build the rings: %s buckets take no weights", names[i],
+                          names[i]);
+            else
+                cli_error(cmd, "%s: cannot build the rings: %s", names[i], rl_strerror(rc));
             rl_ring_free(d[i].from);
             d[i].from = NULL;
             skipped++;
