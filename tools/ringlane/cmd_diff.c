@@ -19,6 +19,9 @@ static const char usage[] =
     "one <profile><TAB>moved <m> of <k> line per profile, in the order given, to compare what\n"
     "the same membership change costs under each. A profile that cannot build these rings\n"
     "(e.g. jump with weights) or route some keys (turnstone: non-hex keys) says so on stderr.\n"
+    "A profile with a history (memento) makes the --to ring as a running ring would: from the\n"
+    "--from ring, removing what --to lacks (in --from order), then adding what it adds (in --to\n"
+    "order), when --to keeps the members it shares with --from in their order and first.\n"
     "Exit status: 0 ok, 1 some key could not be routed (reported on stderr), 2 bad arguments.\n";
 
 typedef struct move {
@@ -39,6 +42,61 @@ static int cmp_u64(const void *pa, const void *pb)
 {
     uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
     return (a > b) - (a < b);
+}
+
+static const rl_member *member_named(const cli_spec *spec, const char *name)
+{
+    for (size_t i = 0; i < spec->count; i++)
+        if (strcmp(spec->members[i].name, name) == 0)
+            return &spec->members[i];
+    return NULL;
+}
+
+static int same_zone(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+/* The ring of --to reached from a, the ring of --from, by changes: rl_ring_remove of each
+ * member --to lacks (in --from order), then rl_ring_add of each it adds (in --to order). For a
+ * profile with a history (memento) that is the placement a running ring gets (a dispatcher's
+ * lanes), which a build of --to does not have. *out stays NULL when --to cannot be reached so:
+ * a kept member's weight or zone differs, or --to lists the kept members in another order or
+ * after a new one. */
+static int changed_ring(const rl_ring_t *a, const cli_spec *from, const cli_spec *to,
+                        rl_ring_t **out)
+{
+    *out = NULL;
+    size_t kept = 0, at = 0; /* kept members seen in --to; where the last was in --from */
+    for (size_t i = 0; i < to->count; i++) {
+        const rl_member *m = &to->members[i], *was = member_named(from, m->name);
+        if (!was)
+            continue;
+        if (kept++ != i || was->weight != m->weight || !same_zone(was->zone, m->zone))
+            return 0; /* after a new member, or changed */
+        while (at < from->count && strcmp(from->members[at].name, m->name) != 0)
+            at++;
+        if (at++ == from->count)
+            return 0; /* out of --from's order */
+    }
+    rl_ring_t *cur = NULL, *next;
+    int rc = 0;
+    for (size_t i = 0; i < from->count && rc == 0; i++)
+        if (!member_named(to, from->members[i].name)) {
+            rc = rl_ring_remove(cur ? cur : a, from->members[i].name, &next);
+            rl_ring_free(cur);
+            cur = rc ? NULL : next;
+        }
+    for (size_t i = 0; i < to->count && rc == 0; i++)
+        if (!member_named(from, to->members[i].name)) {
+            rc = rl_ring_add(cur ? cur : a, &to->members[i], &next);
+            rl_ring_free(cur);
+            cur = rc ? NULL : next;
+        }
+    if (rc == 0 && !cur) /* no change: a copy (no member is named "") */
+        rc = rl_ring_remove(a, "", &cur);
+    *out = cur;
+    return rc;
 }
 
 /* One profile's pair of rings while comparing several. */
@@ -96,7 +154,9 @@ static int diff_profiles(const char *cmd, const char *list, const cli_spec *from
         rl_ring_options_init(&o);
         o.profile = names[i];
         int rc = rl_ring_build(from->members, from->count, &o, &d[i].from);
-        if (rc == 0)
+        if (rc == 0 && rl_profile_find(names[i])->history)
+            rc = changed_ring(d[i].from, from, to, &d[i].to);
+        if (rc == 0 && !d[i].to)
             rc = rl_ring_build(to->members, to->count, &o, &d[i].to);
         if (rc) {
             if (rc == RL_EWEIGHT && strcmp(rl_profile_find(names[i])->kind, "computed") == 0)
@@ -191,8 +251,11 @@ int cmd_diff(int argc, char **argv)
         return rc;
     }
     rl_ring_t *a = NULL, *b = NULL;
-    if (cli_build_ring(cmd, profile, vnodes, &from, &a) ||
-        cli_build_ring(cmd, profile, vnodes, &to, &b)) {
+    rc = cli_build_ring(cmd, profile, vnodes, &from, &a);
+    /* A change that fails (a weight memento refuses) is built instead, to say why. */
+    if (rc == 0 && rl_profile_find(profile ? profile : "default")->history)
+        changed_ring(a, &from, &to, &b);
+    if (rc || (!b && cli_build_ring(cmd, profile, vnodes, &to, &b))) {
         rl_ring_free(a);
         cli_spec_free(&from);
         cli_spec_free(&to);
