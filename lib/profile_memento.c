@@ -80,7 +80,7 @@ static uint32_t lookup_memento(const rl_ring_t *r, uint64_t key)
 {
     const struct rl__memento *m = r->memento;
     if (!m)
-        return rl__jump_bucket(key, (uint32_t)r->n_nodes);
+        return rl__jump_bucket(key, (uint32_t)r->n_nodes); /* jump's placement */
     uint32_t b = rl__jump_bucket(key, m->buckets);
     uint32_t left = m->slot[b].replacer;
     while (left != NONE) {

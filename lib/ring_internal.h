@@ -93,9 +93,19 @@ extern const rl__profile rl__profile_jump;
 extern const rl__profile rl__profile_balanced;
 extern const rl__profile rl__profile_memento;
 
-/* Lamping and Veach's jump consistent hash: the bucket 0..buckets-1 of a 64-bit key (buckets
- * >= 1). Shared by jump and memento. */
-uint32_t rl__jump_bucket(uint64_t key, uint32_t buckets);
+/* Lamping and Veach's jump consistent hash, the paper's loop: the bucket 0..buckets-1 of a
+ * 64-bit key (buckets >= 1); a 64-bit LCG decides, for each jump, how far the key's bucket
+ * moves. Shared by jump and memento, inline in both lookups. */
+static inline uint32_t rl__jump_bucket(uint64_t key, uint32_t buckets)
+{
+    int64_t b = -1, j = 0;
+    while (j < (int64_t)buckets) {
+        b = j;
+        key = key * 2862933555777941757ull + 1;
+        j = (int64_t)((double)(b + 1) * ((double)(1ll << 31) / (double)((key >> 33) + 1)));
+    }
+    return (uint32_t)b;
+}
 
 struct rl__memento;
 
