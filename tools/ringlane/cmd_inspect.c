@@ -18,7 +18,8 @@ static const char stats_usage[] =
     "Prints each node's arc share (the fraction of the ring it owns) as <node><TAB><share>, then\n"
     "points<TAB><count>, gap_cv<TAB><coefficient of variation of the gaps between points> and\n"
     "max/mean<TAB><largest share divided by the mean share>. For maglev the shares are table\n"
-    "entries, points is the table size and gap_cv is 0; jump has nothing to measure.\n";
+    "entries, points is the table size and gap_cv is 0; jump and memento have nothing to\n"
+    "measure.\n";
 
 static const char hash_usage[] =
     "usage: ringlane hash --hash NAME STRING...\n"

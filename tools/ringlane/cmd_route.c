@@ -19,7 +19,7 @@ static const char usage[] =
     "<key><TAB><node> for each. SPEC is NAME[=WEIGHT],... e.g. a,b=2,c.\n"
     "  --profile P      ring profile (ringlane profiles lists them; default: default, and\n"
     "                   balanced with --partitions, as the Kafka partitioner);\n"
-    "                   maglev and jump take neither --replicas nor --bounded\n"
+    "                   maglev, jump and memento take neither --replicas nor --bounded\n"
     "  --vnodes V       vnodes per unit of weight (default: the profile's)\n"
     "  --partitions N   the nodes are the partitions 0..N-1, in order: the ring of the Kafka\n"
     "                   partitioner (profile default: balanced; --profile default gives\n"
