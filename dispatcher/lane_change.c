@@ -28,10 +28,10 @@
  *  C. Move queued jobs. Every lane is scanned front to back, on add and on remove alike; each
  *     job whose key the new ring gives to another lane D is taken out and appended, in scan
  *     order, to D's fence for that key if D holds one, else to the end of D's queue. (Removing
- *     a member moves only its own keys in some profiles, but not in all: jump renumbers the
- *     members after the removed one, and ketama, envoy and maglev move some keys between
- *     survivors. The dispatcher takes every profile, so it assumes nothing about which lanes
- *     lose keys.)
+ *     a member moves only its own keys in some profiles, but not in all: jump and balanced
+ *     renumber the members after the removed one, and ketama, envoy and maglev move some keys
+ *     between survivors. The dispatcher takes every profile, so it assumes nothing about
+ *     which lanes lose keys.)
  *     B and C run for one lane under one hold of its mutex. Apart, an executor could pop the
  *     next job of a key between them: B would see the lane idle, and C would move the key's
  *     later jobs to a lane that starts them at once, beside the one just popped.

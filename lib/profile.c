@@ -111,7 +111,7 @@ static const rl__profile profile_xmur3 = {
 static const rl__profile *const profiles[] = {
     &profile_default,    &profile_ds09,         &profile_turnstone,      &profile_xmur3,
     &rl__profile_ketama, &rl__profile_envoy,    &rl__profile_groupcache, &rl__profile_maglev,
-    &rl__profile_jump,   &rl__profile_balanced,
+    &rl__profile_jump,   &rl__profile_balanced, &rl__profile_memento,
 };
 
 #define N_PROFILES (sizeof profiles / sizeof profiles[0])

@@ -17,16 +17,9 @@ static int build_jump(rl_ring_t *r)
     return 0;
 }
 
-/* The paper's loop: a 64-bit LCG decides, for each jump, how far the key's bucket moves. */
 static uint32_t lookup_jump(const rl_ring_t *r, uint64_t key)
 {
-    int64_t b = -1, j = 0;
-    while (j < (int64_t)r->n_nodes) {
-        b = j;
-        key = key * 2862933555777941757ull + 1;
-        j = (int64_t)((double)(b + 1) * ((double)(1ll << 31) / (double)((key >> 33) + 1)));
-    }
-    return (uint32_t)b;
+    return rl__jump_bucket(key, (uint32_t)r->n_nodes);
 }
 
 static uint64_t label_xxh3(const void *d, size_t n)

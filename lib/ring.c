@@ -283,6 +283,7 @@ void rl_ring_free(rl_ring_t *r)
     free(r->pos);
     free(r->owner);
     free(r->table);
+    free(r->memento);
     rl__index_free(r);
     free(r);
 }
@@ -454,15 +455,26 @@ static rl_member *members_of(const rl_ring_t *r)
     return m;
 }
 
+/* The ring of the members m, built as rl_ring_build does (`added`: the index of the member
+ * rl_ring_add appends, for the detail's words); a profile with a history (follow) then carries
+ * r's over and applies the change. */
 static int rebuild(const rl_ring_t *r, const rl_member *m, size_t count, size_t added,
-                   rl_ring_t **out)
+                   rl__change change, rl_ring_t **out)
 {
     /* A profile without vnodes (jump) takes none given, not even its 0. */
     rl_ring_options opts = {.profile = r->profile->info.name,
                             .vnodes = r->profile->info.max_vnodes ? r->vnodes : RL_VNODES_PROFILE,
                             .hash = r->hash,
                             .hash_ctx = r->hash_ctx};
-    return build(m, count, &opts, added, out);
+    int rc = build(m, count, &opts, added, out);
+    if (rc == 0 && r->profile->follow) {
+        rc = r->profile->follow(*out, r, &change);
+        if (rc) {
+            rl_ring_free(*out);
+            *out = NULL;
+        }
+    }
+    return rc;
 }
 
 int rl_ring_add(const rl_ring_t *r, const rl_member *member, rl_ring_t **out)
@@ -482,9 +494,12 @@ int rl_ring_add(const rl_ring_t *r, const rl_member *member, rl_ring_t **out)
                                    r->n_nodes + 1);
     uint32_t existing;
     size_t count = r->n_nodes;
-    if (rl_ring_find(r, member->name, &existing) != 0)
+    rl__change change = {RL__CHANGE_NONE, 0};
+    if (rl_ring_find(r, member->name, &existing) != 0) {
+        change = (rl__change){RL__CHANGE_ADD, (uint32_t)count};
         m[count++] = *member;
-    rc = rebuild(r, m, count, r->n_nodes, out);
+    }
+    rc = rebuild(r, m, count, r->n_nodes, change, out);
     free(m);
     return rc;
 }
@@ -504,11 +519,13 @@ int rl_ring_remove(const rl_ring_t *r, const char *name, rl_ring_t **out)
         return rl_error_detail_set(RL_ENOMEM, "out of memory: a ring of %zu members", r->n_nodes);
     uint32_t gone;
     size_t count = r->n_nodes;
+    rl__change change = {RL__CHANGE_NONE, 0};
     if (rl_ring_find(r, name, &gone) == 0) {
+        change = (rl__change){RL__CHANGE_REMOVE, gone};
         memmove(&m[gone], &m[gone + 1], (count - gone - 1) * sizeof *m);
         count--;
     }
-    int rc = rebuild(r, m, count, SIZE_MAX, out);
+    int rc = rebuild(r, m, count, SIZE_MAX, change, out);
     free(m);
     return rc;
 }

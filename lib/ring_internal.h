@@ -46,6 +46,13 @@ int rl__sort_points(rl__point *v, size_t n, const uint32_t *tie);
  * masked to the ring width. */
 uint64_t rl__label_hash(const struct rl_ring *r, const void *data, size_t len);
 
+/* A membership change that makes a new snapshot from an old one (rl_ring_add, rl_ring_remove). */
+typedef struct rl__change {
+    enum { RL__CHANGE_NONE, RL__CHANGE_ADD, RL__CHANGE_REMOVE } kind; /* NONE: the same members */
+    uint32_t node; /* ADD: the new member's index in the new ring; REMOVE: the removed member's
+                      index in the old ring */
+} rl__change;
+
 typedef struct rl__profile {
     rl_profile_info info;
     enum rl__successor successor;
@@ -73,6 +80,10 @@ typedef struct rl__profile {
      * rl_profile_explain_vnodes' words (maglev: "its table size"); NULL otherwise. */
     const char *vnodes_means;
     int vnodes_prime; /* vnodes must be a prime (check_vnodes checks it): said in the rule */
+    /* Profiles whose placement depends on the history of changes (memento) set follow: after
+     * rl_ring_add or rl_ring_remove has built `next` from the new member list, it carries
+     * `prev`'s state over and applies the change. NULL: a ring is its member list alone. */
+    int (*follow)(struct rl_ring *next, const struct rl_ring *prev, const rl__change *change);
 } rl__profile;
 
 const rl__profile *rl__profile_find(const char *name);
@@ -84,6 +95,23 @@ extern const rl__profile rl__profile_groupcache;
 extern const rl__profile rl__profile_maglev;
 extern const rl__profile rl__profile_jump;
 extern const rl__profile rl__profile_balanced;
+extern const rl__profile rl__profile_memento;
+
+/* Lamping and Veach's jump consistent hash, the paper's loop: the bucket 0..buckets-1 of a
+ * 64-bit key (buckets >= 1); a 64-bit LCG decides, for each jump, how far the key's bucket
+ * moves. Shared by jump and memento, inline in both lookups. */
+static inline uint32_t rl__jump_bucket(uint64_t key, uint32_t buckets)
+{
+    int64_t b = -1, j = 0;
+    while (j < (int64_t)buckets) {
+        b = j;
+        key = key * 2862933555777941757ull + 1;
+        j = (int64_t)((double)(b + 1) * ((double)(1ll << 31) / (double)((key >> 33) + 1)));
+    }
+    return (uint32_t)b;
+}
+
+struct rl__memento;
 
 typedef struct rl__node {
     char *name;
@@ -115,6 +143,10 @@ struct rl_ring {
      * rl__profile.build, freed with the snapshot; NULL and 0 for every other profile. --- */
     uint32_t *table;  /* table[i] is a node index */
     size_t table_len; /* entries in table */
+    /* --- the history of changes (memento): which bucket each member holds and the buckets
+     * removed, carried from snapshot to snapshot by rl__profile.follow. NULL while the placement
+     * is the member list's own (jump's). Freed with the snapshot. --- */
+    struct rl__memento *memento;
     /* --- lookup engine (lib/lookup_index.c), built with the snapshot, never changed ---
      * Positions are looked up as "first point >= h" after h = (h + ix_gt) & mask, since
      * "first point > h" is "first point >= h + 1" and the top position wraps to point 0. */

@@ -160,14 +160,46 @@ static void make_keys(void)
         snprintf(key_names[i], sizeof key_names[i], "%04x-k%d", (unsigned)i * 977u % 65536u, i);
 }
 
-/* Finds, among many candidate keys, one that `from` owns in `before` and `to` in `after`;
- * writes it into key_names[slot]. False if there is none. */
+static bool listed(const char *name, const char *const *names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(names[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* The ring a dispatcher has once its lanes went from `before` to `after` by remove_lane and
+ * add_lane calls (removes first): rb changed by rl_ring_remove and rl_ring_add, as the
+ * dispatcher changes its ring. A profile with a history (memento) places keys by those changes,
+ * not by the list alone. */
+static rl_ring_t *changed_ring(const rl_ring_t *rb, const char *const *before, size_t nb,
+                               const char *const *after, size_t na)
+{
+    rl_ring_t *cur = NULL, *next;
+    for (size_t i = 0; i < nb; i++)
+        if (!listed(before[i], after, na)) {
+            assert_rl_ok(rl_ring_remove(cur ? cur : rb, before[i], &next));
+            rl_ring_free(cur);
+            cur = next;
+        }
+    for (size_t i = 0; i < na; i++)
+        if (!listed(after[i], before, nb)) {
+            assert_rl_ok(rl_ring_add(cur ? cur : rb, &(rl_member){after[i], 1, NULL}, &next));
+            rl_ring_free(cur);
+            cur = next;
+        }
+    assert_non_null(cur);
+    return cur;
+}
+
+/* Finds, among many candidate keys, one that `from` owns in `before` and `to` in `after` (the
+ * ring after the lane changes); writes it into key_names[slot]. False if there is none. */
 static bool find_key(const char *profile, const char *const *before, size_t nb,
                      const char *const *after, size_t na, const char *from, const char *to,
                      int slot)
 {
     rl_ring_t *rb = test_ring(profile, RL_VNODES_PROFILE, before, nb);
-    rl_ring_t *ra = test_ring(profile, RL_VNODES_PROFILE, after, na);
+    rl_ring_t *ra = changed_ring(rb, before, nb, after, na);
     bool found = false;
     for (int i = 0; i < 20000 && !found; i++) {
         char k[32];
@@ -249,8 +281,9 @@ static void test_remove_lane_every_profile(void **state)
     int moved = 0;
     for (size_t i = 0; i < rl_profile_count(); i++)
         remove_keeps_order(rl_profile_at(i)->name, &moved);
-    /* jump, envoy and maglev move keys between the lanes that stay here (ketama does only at
-     * the lane counts where its float formula changes the points per server, 25 and more). */
+    /* jump, balanced, envoy and maglev move keys between the lanes that stay here (ketama does
+     * only at the lane counts where its float formula changes the points per server, 25 and
+     * more; memento never does). */
     assert_true(moved >= 3);
 }
 

@@ -566,6 +566,8 @@ static void option_combinations(void **state)
         {"envoy", "8388608", "true", 0, NULL},
         {"maglev", NULL, "true", RL_ENOTSUP, "profile maglev has no ring to walk"},
         {"jump", NULL, "true", RL_ENOTSUP, "profile jump has no ring to walk"},
+        {"memento", "1", NULL, RL_EVNODES, "profile memento has no vnodes"},
+        {"memento", NULL, "true", RL_ENOTSUP, "profile memento has no ring to walk"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         for (int reverse = 0; reverse < 2; reverse++) {

@@ -21,9 +21,11 @@
  * loses or duplicates a job: jobs already queued for keys that change lane move to the new lane
  * in their original order, and the new lane does not start a moved key until the old lane has
  * finished that key's in-flight job. Which keys move is the profile's choice: most move only
- * the keys of the lane added or removed, but jump renumbers lanes, and envoy, maglev and (at
- * some lane counts) ketama also move keys between lanes that stay; those move the same way.
- * Lanes whose keys do not move keep running.
+ * the keys of the lane added or removed, but jump and balanced renumber the lanes after a
+ * removed one, and envoy, maglev and (at some lane counts) ketama also move keys between lanes
+ * that stay; those move the same way. Lanes whose keys do not move keep running. For lanes
+ * that come and go, the "memento" profile moves only the changed lane's keys and spreads keys
+ * evenly (docs/dispatcher.md, "Which profile for lanes").
  *
  * Threads: rl_dispatch_try_submit, rl_dispatch_submit, rl_dispatch_submit_many,
  * rl_dispatch_wait_tag, the statistics and rl_dispatch_get_data may be called from any thread.

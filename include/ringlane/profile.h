@@ -30,10 +30,13 @@ typedef struct rl_profile_info {
                                 envoy and maglev, whose vnodes is a ring or table size; 0: it
                                 takes none, rl_profile_explain_vnodes says why) */
     const char *kind;        /* "ring" (points on a circle), "table" (maglev's lookup table) or
-                                "computed" (jump: no state but the member count) */
+                                "computed" (jump, memento: buckets computed from the hash) */
     uint32_t min_vnodes;     /* the smallest vnodes the profile accepts (1 but for ketama, whose
                                 servers get vnodes / 4 labels: at least 5 for one each; maglev 2,
                                 the smallest prime; 0 with max_vnodes 0) */
+    int history;             /* 1 when a ring made by rl_ring_add / rl_ring_remove depends on the
+                                changes that led to it, not on its members alone (memento: a
+                                build of the same members may place keys otherwise); else 0 */
 } rl_profile_info;
 
 RL_EXTERN size_t rl_profile_count(void);

@@ -7,14 +7,21 @@
  *
  * Members are numbered ("node index") in the order they were given: build order, then each
  * add appended at the end; a remove shifts the later ones down. The ring itself never depends on
- * that order except where a compatibility profile says so (ketama, envoy, groupcache, jump).
+ * that order except where a profile says so (ketama, envoy, groupcache, jump, balanced).
  *
- * Two profiles are not point rings: maglev answers from a lookup table (table[hash % M]) and
- * jump computes the bucket (node index) from the hash and the member count. For them
- * rl_ring_point_count() is 0 and rl_ring_point, rl_ring_replicas, rl_ring_replicas_zoned,
- * rl_ring_lookup_bounded(_hash) and rl_ring_bucket_table return RL_ENOTSUP; rl_ring_stats_get
- * measures maglev's table and returns RL_ENOTSUP for jump. ketama and maglev take no caller
- * hash (rl_ring_options.hash: RL_ENOTSUP from rl_ring_build).
+ * One profile has a history: a memento ring made by rl_ring_add or rl_ring_remove depends on the
+ * changes that led to it, not on its members alone (rl_profile_info.history). A remove replaces
+ * the removed member's bucket and an add restores the bucket removed last, so a remove moves
+ * only the removed member's keys and an add only keys to the new member; rl_ring_build of the
+ * same members gives jump's placement instead.
+ *
+ * Three profiles are not point rings: maglev answers from a lookup table (table[hash % M]),
+ * jump computes the bucket (node index) from the hash and the member count, and memento
+ * computes it as jump does, replacing removed buckets. For them rl_ring_point_count() is 0 and
+ * rl_ring_point, rl_ring_replicas, rl_ring_replicas_zoned, rl_ring_lookup_bounded(_hash) and
+ * rl_ring_bucket_table return RL_ENOTSUP; rl_ring_stats_get measures maglev's table and returns
+ * RL_ENOTSUP for jump and memento. ketama and maglev take no caller hash
+ * (rl_ring_options.hash: RL_ENOTSUP from rl_ring_build).
  */
 #ifndef RINGLANE_RING_H
 #define RINGLANE_RING_H
@@ -53,8 +60,8 @@ typedef struct rl_ring_options {
     uint32_t vnodes;     /* per unit of weight, 1..RL_VNODES_MAX, or RL_VNODES_PROFILE. Some
                             profiles read it otherwise: ketama, points per server at equal
                             weights (160); envoy, minimum_ring_size (1024, up to 8 Mi); maglev,
-                            the prime table size (65537, up to 5000011); jump has none and takes
-                            only RL_VNODES_PROFILE. rl_profile_explain_vnodes says the rule */
+                            the prime table size (65537, up to 5000011); jump and memento have none
+                            and take only RL_VNODES_PROFILE. rl_profile_explain_vnodes says the rule */
     rl_hash_fn hash;     /* NULL = the profile's hash */
     void *hash_ctx;
 } rl_ring_options;
@@ -69,8 +76,8 @@ RL_EXTERN void rl_ring_options_init(rl_ring_options *opts);
  * ketama RL_ENAME for a HOST:PORT name (split at its last ':') with an empty host or a port
  * that is not 1..65535 in decimal (a name without ':' is a host on port 11211, whatever its
  * characters, as libmemcached takes it: ketama checks no host name); maglev
- * RL_EVNODES for a table size that is not a prime; jump RL_EVNODES for any vnodes but
- * RL_VNODES_PROFILE and RL_EWEIGHT for a weight other than 1;
+ * RL_EVNODES for a table size that is not a prime; jump and memento RL_EVNODES for any
+ * vnodes but RL_VNODES_PROFILE and RL_EWEIGHT for a weight other than 1;
  * ketama and maglev RL_ENOTSUP with a caller hash. On error *out is set to NULL, nothing stays
  * allocated, and rl_last_error_detail() says why, naming the argument as written in C and the
  * value ("members[2].weight 0: a weight must be 1..65536", "vnodes 1000: profile maglev takes a
@@ -81,11 +88,14 @@ RL_EXTERN int rl_ring_build(const rl_member *members, size_t count, const rl_rin
 /* A new snapshot with `member` appended. A member whose name is already in the ring changes
  * nothing (the new snapshot equals the old one, even if weight or zone differ: remove, then add
  * to change them). Errors as rl_ring_build (RL_EINVAL also for a NULL ring or member), each with
- * its rl_last_error_detail(), which calls the new member "member" ("member.weight 0: ..."). */
+ * its rl_last_error_detail(), which calls the new member "member" ("member.weight 0: ...").
+ * memento: the new member takes the bucket removed last (keys move only to it), or a new bucket
+ * when none is removed. */
 RL_EXTERN int rl_ring_add(const rl_ring_t *ring, const rl_member *member, rl_ring_t **out);
 
 /* A new snapshot without the member `name`; a name not in the ring changes nothing. Errors:
- * RL_EINVAL (NULL ring, name or out), RL_ENOMEM, with rl_last_error_detail(). */
+ * RL_EINVAL (NULL ring, name or out), RL_ENOMEM, with rl_last_error_detail(). memento: the
+ * member's bucket is replaced, so only its keys move, spread evenly over the others. */
 RL_EXTERN int rl_ring_remove(const rl_ring_t *ring, const char *name, rl_ring_t **out);
 
 /* Frees a snapshot; NULL is a no-op. */
@@ -108,7 +118,7 @@ RL_EXTERN const char *rl_ring_node_name(const rl_ring_t *ring,
 RL_EXTERN int rl_ring_find(const rl_ring_t *ring, const char *name, uint32_t *node);
 
 /* Point i (0..point_count-1) in ring order: its position and owner. RL_ERANGE if out of range,
- * RL_ENOTSUP for profiles without points (maglev, jump). */
+ * RL_ENOTSUP for profiles without points (maglev, jump, memento). */
 RL_EXTERN int rl_ring_point(const rl_ring_t *ring, size_t i, uint64_t *position, uint32_t *node);
 
 /* --- lookups: no allocation, no lock, safe from any number of threads --- */
@@ -119,7 +129,7 @@ RL_EXTERN int rl_ring_hash_key(const rl_ring_t *ring, const void *key, size_t le
 
 /* The owner of a key: the first point at or after its hash, wrapping past the top (turnstone:
  * the first point strictly after it; maglev: table[hash % M]; jump: the jump consistent hash
- * bucket). RL_EEMPTY on an empty ring. */
+ * bucket; memento: the same, with removed buckets replaced). RL_EEMPTY on an empty ring. */
 RL_EXTERN int rl_ring_lookup(const rl_ring_t *ring, const void *key, size_t len, uint32_t *node);
 
 /* The same for a position already hashed with rl_ring_hash_key(). */
@@ -127,7 +137,7 @@ RL_EXTERN int rl_ring_lookup_hash(const rl_ring_t *ring, uint64_t hash, uint32_t
 
 /* Replica preference list: the first `want` distinct nodes clockwise from the key (want is
  * capped at the member count). Writes *got entries to nodes[]. RL_EEMPTY on an empty ring;
- * RL_ENOTSUP for maglev and jump (nothing is clockwise of a key). */
+ * RL_ENOTSUP for maglev, jump and memento (nothing is clockwise of a key). */
 RL_EXTERN int rl_ring_replicas(const rl_ring_t *ring, const void *key, size_t len, uint32_t *nodes,
                                size_t want, size_t *got);
 
@@ -145,7 +155,7 @@ RL_EXTERN uint64_t rl_capacity(uint64_t placed, size_t n, double c);
  * cap = rl_capacity(m, n, c), walk clockwise from the key and return the first node whose load
  * is below cap. loads[] has rl_ring_member_count() entries, indexed by node index, supplied by
  * the caller (the ring keeps none). With all loads 0 this equals rl_ring_lookup. RL_ENOTSUP for
- * maglev and jump. */
+ * maglev, jump and memento. */
 RL_EXTERN int rl_ring_lookup_bounded(const rl_ring_t *ring, const void *key, size_t len,
                                      const uint64_t *loads, double c, uint32_t *node);
 RL_EXTERN int rl_ring_lookup_bounded_hash(const rl_ring_t *ring, uint64_t hash,
@@ -164,8 +174,8 @@ typedef struct rl_ring_stats {
 
 /* Fills *out and, when shares is not NULL, shares[node] = the fraction of the ring's positions
  * node owns (shares has rl_ring_member_count() entries; they sum to 1). RL_EEMPTY on an empty
- * ring; RL_ENOTSUP for jump (nothing to measure: each bucket gets 1/n of the keys in
- * expectation). For maglev the shares are the fractions of table entries, points is the table
+ * ring; RL_ENOTSUP for jump and memento (nothing to measure: each bucket gets 1/n of the keys
+ * in expectation). For maglev the shares are the fractions of table entries, points is the table
  * size and gap_cv is 0 (entries are one apart). */
 RL_EXTERN int rl_ring_stats_get(const rl_ring_t *ring, rl_ring_stats *out, double *shares);
 

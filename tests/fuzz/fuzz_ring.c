@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Fuzz target: ring builds from arbitrary members, weights, zones, profiles and vnodes, then
  * lookups, replicas, zoned replicas, bounded placement with arbitrary loads, stats, add and
- * remove. Every result is checked against the API's promises; a broken promise aborts. */
+ * remove, and for a profile with a history (memento) a script of changes whose moves are
+ * checked. Every result is checked against the API's promises; a broken promise aborts. */
 #include "fuzz_input.h"
 #include "ringlane/ringlane.h"
 
@@ -40,7 +41,71 @@ static size_t members_with_points(const rl_ring_t *r, size_t n)
     return count;
 }
 
-static void exercise(const rl_ring_t *r, fuzz_input *in, size_t n)
+/* Keys: the rest of the input cut into pieces of 0..15 bytes (the byte before each piece gives
+ * its length). Returns the piece at `at` and sets *next past it; NULL when none is left. */
+static const void *next_key(const uint8_t *keys, size_t key_len, size_t at, size_t *len,
+                            size_t *next)
+{
+    if (at > key_len)
+        return NULL;
+    *len = keys && at < key_len ? keys[at] % 16 : 0;
+    if (at + *len > key_len)
+        *len = key_len - at;
+    *next = at + *len + 1;
+    return keys ? (const void *)(keys + at) : (const void *)"";
+}
+
+/* The owners' names of every key piece in r (NULL where the lookup fails). */
+static size_t owners(const rl_ring_t *r, const uint8_t *keys, size_t key_len, const char **out,
+                     size_t cap)
+{
+    size_t count = 0, len, at = 0;
+    for (const void *key; count < cap && (key = next_key(keys, key_len, at, &len, &at));) {
+        uint32_t node;
+        out[count++] = rl_ring_lookup(r, key, len, &node) == 0 ? rl_ring_node_name(r, node) : NULL;
+    }
+    return count;
+}
+
+#define MAX_KEYS 4096
+
+/* A profile with a history (memento): a script of up to 8 changes read from the key bytes (even:
+ * remove the member it names, odd: add a new one), each checked against the promise that a
+ * remove moves only the removed member's keys and an add moves keys only to the new member. */
+static void changes_move_only_their_keys(const rl_ring_t *r, const uint8_t *keys, size_t key_len)
+{
+    static const char *was[MAX_KEYS], *now[MAX_KEYS];
+    rl_ring_t *cur = NULL;
+    for (size_t step = 0; step < 8 && step < key_len; step++) {
+        const rl_ring_t *from = cur ? cur : r;
+        size_t n = rl_ring_member_count(from);
+        int add = (keys[step] & 1) || n == 0;
+        char name[16];
+        snprintf(name, sizeof name, "+%zu", step);
+        const char *changed = add ? name : rl_ring_node_name(from, keys[step] / 2 % n);
+        rl_ring_t *next = NULL;
+        int rc = add ? rl_ring_add(from, &(rl_member){.name = name, .weight = 1}, &next)
+                     : rl_ring_remove(from, changed, &next);
+        check_code(rc);
+        if (rc != 0)
+            break;
+        size_t count = owners(from, keys, key_len, was, MAX_KEYS);
+        owners(next, keys, key_len, now, MAX_KEYS);
+        for (size_t k = 0; k < count; k++) {
+            if (!was[k] || !now[k] || strcmp(was[k], now[k]) == 0)
+                continue;
+            check(strcmp(add ? now[k] : was[k], changed) == 0,
+                  add ? "an add moves keys only to the new member"
+                      : "a remove moves only the removed member's keys");
+        }
+        rl_ring_free(cur);
+        cur = next;
+    }
+    rl_ring_free(cur);
+}
+
+static void exercise(const rl_ring_t *r, fuzz_input *in, size_t n, const uint8_t **keys_out,
+                     size_t *key_len_out)
 {
     uint64_t loads[MAX_MEMBERS + 1];
     uint32_t nodes[MAX_MEMBERS + 1];
@@ -50,12 +115,10 @@ static void exercise(const rl_ring_t *r, fuzz_input *in, size_t n)
     double c = (double)fuzz_byte(in) / 50.0; /* 0 .. 5.1: below 1 acts as 1 */
     size_t key_len;
     const uint8_t *keys = fuzz_rest(in, &key_len);
-    /* Keys: the rest of the input cut into pieces of 0..15 bytes. */
-    for (size_t at = 0; at <= key_len;) {
-        size_t len = keys && at < key_len ? keys[at] % 16 : 0;
-        if (at + len > key_len)
-            len = key_len - at;
-        const void *key = keys ? (const void *)(keys + at) : (const void *)"";
+    *keys_out = keys;
+    *key_len_out = key_len;
+    size_t len, at = 0;
+    for (const void *key; (key = next_key(keys, key_len, at, &len, &at));) {
         uint32_t node;
         int rc = rl_ring_lookup(r, key, len, &node);
         check_code(rc);
@@ -95,7 +158,6 @@ static void exercise(const rl_ring_t *r, fuzz_input *in, size_t n)
             check(node < n, "bounded returns a member");
             check(loads[node] < rl_capacity(placed, n, c), "bounded stays below capacity");
         }
-        at += len + 1;
     }
 
     rl_ring_stats st;
@@ -164,7 +226,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (rc == 0)
             check(rl_ring_member_count(removed) == want - 1, "remove drops the name");
     }
-    exercise(r, &in, n);
+    const uint8_t *keys;
+    size_t key_len;
+    exercise(r, &in, n, &keys, &key_len);
+    if (p && p->history)
+        changes_move_only_their_keys(r, keys, key_len);
     rl_ring_free(removed);
     rl_ring_free(added);
     rl_ring_free(r);

@@ -56,6 +56,13 @@ CLI = [
 for i, (mode, text) in enumerate(CLI):
     write("fuzz_cli_parsers", "seed-%02d" % i, bytes([mode]) + text)
 write("fuzz_ring", "profile-default-vnodes", ring_input(0, 255, ABC, keys=KEYS))
+# memento (index 10): weight byte 3 is weight 1; the key bytes double as its script of changes
+# (even: remove, odd: add), so removes from the middle come first here.
+LANES = [(b"lane-%d" % i, 3, None) for i in range(6)]
+write("fuzz_ring", "memento-changes",
+      ring_input(10, 255, LANES, keys=b"\x04\x08\x03\x00\x06\x05\x01\x02" + KEYS * 4))
+write("fuzz_ring", "memento-empty-and-back",
+      ring_input(10, 255, LANES[:2], keys=b"\x02\x00\x01\x01\x00\x03" + KEYS))
 
 PROPS = [
     (0, b"default"), (0, b"ketama"), (0, b"nope"), (1, b"160"), (1, b"0"), (1, b"65537"),

@@ -32,6 +32,10 @@ static const char usage[] =
     "                     given. A profile that cannot build these rings (jump with\n"
     "                     weights) or route every key (turnstone: non-hex keys) is\n"
     "                     left out, with one line on stderr saying why\n"
+    "A profile with a history (memento) makes the --to ring as a running ring\n"
+    "would: from the --from ring, removing what --to lacks (in --from order), then\n"
+    "adding what it adds (in --to order), when --to keeps the members it shares\n"
+    "with --from in their order and first.\n"
     "  --json             one JSON document: {\"profile\",\"vnodes\",\"keys\",\"moved\",\n"
     "                     \"unrouted\",\"moves\":[{\"from\",\"to\",\"keys\"}],\n"
     "                     \"nodes\":[{\"node\",\"keys_before\",\"keys_after\",\"before\",\n"
@@ -60,6 +64,61 @@ static int cmp_u64(const void *pa, const void *pb)
 {
     uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
     return (a > b) - (a < b);
+}
+
+static const rl_member *member_named(const cli_spec *spec, const char *name)
+{
+    for (size_t i = 0; i < spec->count; i++)
+        if (strcmp(spec->members[i].name, name) == 0)
+            return &spec->members[i];
+    return NULL;
+}
+
+static int same_zone(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+/* The ring of --to reached from a, the ring of --from, by changes: rl_ring_remove of each
+ * member --to lacks (in --from order), then rl_ring_add of each it adds (in --to order). For a
+ * profile with a history (memento) that is the placement a running ring gets (a dispatcher's
+ * lanes), which a build of --to does not have. *out stays NULL when --to cannot be reached so:
+ * a kept member's weight or zone differs, or --to lists the kept members in another order or
+ * after a new one. */
+static int changed_ring(const rl_ring_t *a, const cli_spec *from, const cli_spec *to,
+                        rl_ring_t **out)
+{
+    *out = NULL;
+    size_t kept = 0, at = 0; /* kept members seen in --to; where the last was in --from */
+    for (size_t i = 0; i < to->count; i++) {
+        const rl_member *m = &to->members[i], *was = member_named(from, m->name);
+        if (!was)
+            continue;
+        if (kept++ != i || was->weight != m->weight || !same_zone(was->zone, m->zone))
+            return 0; /* after a new member, or changed */
+        while (at < from->count && strcmp(from->members[at].name, m->name) != 0)
+            at++;
+        if (at++ == from->count)
+            return 0; /* out of --from's order */
+    }
+    rl_ring_t *cur = NULL, *next;
+    int rc = 0;
+    for (size_t i = 0; i < from->count && rc == 0; i++)
+        if (!member_named(to, from->members[i].name)) {
+            rc = rl_ring_remove(cur ? cur : a, from->members[i].name, &next);
+            rl_ring_free(cur);
+            cur = rc ? NULL : next;
+        }
+    for (size_t i = 0; i < to->count && rc == 0; i++)
+        if (!member_named(from, to->members[i].name)) {
+            rc = rl_ring_add(cur ? cur : a, &to->members[i], &next);
+            rl_ring_free(cur);
+            cur = rc ? NULL : next;
+        }
+    if (rc == 0 && !cur) /* no change: a copy (no member is named "") */
+        rc = rl_ring_remove(a, "", &cur);
+    *out = cur;
+    return rc;
 }
 
 /* One profile's pair of rings while comparing several. */
@@ -165,7 +224,9 @@ static int diff_profiles(const char *cmd, const char *list, const cli_spec *from
         o.profile = names[i];
         char why[RL_ERROR_DETAIL_MAX + 64];
         int rc = rl_ring_build(from->members, from->count, &o, &d[i].from);
-        if (rc == 0)
+        if (rc == 0 && rl_profile_find(names[i])->history)
+            rc = changed_ring(d[i].from, from, to, &d[i].to);
+        if (rc == 0 && !d[i].to)
             rc = rl_ring_build(to->members, to->count, &o, &d[i].to);
         if (rc)
             snprintf(d[i].why, sizeof d[i].why, "cannot build the rings: %s",
@@ -377,8 +438,11 @@ static int diff_single(const char *cmd, const char *profile, uint32_t vnodes, co
                        const cli_spec *to, int json)
 {
     single_diff s = {0};
-    if (cli_build_ring(cmd, profile, vnodes, from, &s.a) ||
-        cli_build_ring(cmd, profile, vnodes, to, &s.b)) {
+    int built = cli_build_ring(cmd, profile, vnodes, from, &s.a);
+    /* A change that fails (a weight memento refuses) is built instead, to say why. */
+    if (built == 0 && rl_profile_find(profile ? profile : "default")->history)
+        changed_ring(s.a, from, to, &s.b);
+    if (built || (!s.b && cli_build_ring(cmd, profile, vnodes, to, &s.b))) {
         rl_ring_free(s.a);
         return CLI_EXIT_USAGE;
     }

@@ -20,7 +20,7 @@ static const char stats_usage[] =
     "<node><TAB><share>, then points<TAB><count>, gap_cv<TAB><coefficient of\n"
     "variation of the gaps between points> and max/mean<TAB><largest share divided\n"
     "by the mean share>. For maglev the shares are table entries, points is the\n"
-    "table size and gap_cv is 0; jump has nothing to measure.\n"
+    "table size and gap_cv is 0; jump and memento have nothing to measure.\n"
     "  --json   one JSON document: {\"profile\",\"vnodes\",\"nodes\":[{\"node\",\"share\"}],\n"
     "           \"points\",\"gap_cv\",\"max_mean\"}; node names must be UTF-8\n";
 
