@@ -225,8 +225,9 @@ static const char *module_of(const void *addr, const void **base)
 
 /* The librdkafka that loaded the plugin (the one calling conf_init, found by the return
  * address) must be the one the plugin's own rd_kafka_* calls are bound to. A program that
- * links librdkafka in statically without exporting it (the Node and Go clients' default
- * builds bundle one) on a machine that also has the shared librdkafka.so.1 has two: the plugin
+ * links librdkafka in statically without exporting it (a Node addon built against a bundled
+ * librdkafka.a; Go programs export their C symbols, so theirs is one) on a machine that also
+ * has the shared librdkafka.so.1 has two: the plugin
  * would then hand the shared copy a configuration made by the program's copy, whose layout may
  * differ (a crash inside conf_init). Refused instead, naming both. */
 static int check_one_librdkafka(const void *caller, char *errstr, size_t errstr_size)
