@@ -19,9 +19,9 @@ extern "C" {
     X(EINVAL, -1, "invalid argument")                                                              \
     X(ENOMEM, -2, "out of memory")                                                                 \
     X(EEMPTY, -3, "the ring has no members")                                                       \
-    X(EVNODES, -4, "vnodes must be between 1 and RL_VNODES_MAX")                                   \
-    X(EWEIGHT, -5, "weight must be between 1 and RL_WEIGHT_MAX")                                   \
-    X(ENAME, -6, "member name is empty or longer than RL_NAME_MAX bytes")                          \
+    X(EVNODES, -4, "vnodes not taken by the profile")                                              \
+    X(EWEIGHT, -5, "weight not taken by the profile (1..RL_WEIGHT_MAX, some profiles 1 only)")     \
+    X(ENAME, -6, "name not valid (empty, over RL_NAME_MAX bytes, or refused by the profile)")      \
     X(EDUPNAME, -7, "duplicate member name")                                                       \
     X(ENOENT, -8, "no such member")                                                                \
     X(EPROFILE, -9, "unknown profile")                                                             \
