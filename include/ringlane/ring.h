@@ -7,7 +7,8 @@
  *
  * Members are numbered ("node index") in the order they were given: build order, then each
  * add appended at the end; a remove shifts the later ones down. The ring itself never depends on
- * that order except where a profile says so (ketama, envoy, groupcache, jump, balanced).
+ * that order except where a profile says so (ketama, envoy, groupcache, jump, balanced,
+ * memento).
  *
  * One profile has a history: a memento ring made by rl_ring_add or rl_ring_remove depends on the
  * changes that led to it, not on its members alone (rl_profile_info.history). A remove replaces
