@@ -806,6 +806,13 @@ static void profiles_readable(void **state)
                  rl_profile_at(i)->name);
         assert_non_null(strstr(r.out, head));
     }
+    /* What each profile reproduces is said in words a user can place, not by the names of
+     * design documents they cannot read ("seed 003 interview reference", "ds.09 ring"). */
+    assert_null(strstr(r.out, "seed 003"));
+    assert_null(strstr(r.out, "ds.09"));
+    assert_null(strstr(r.out, "reference design"));
+    assert_non_null(
+        strstr(r.out, "\nturnstone\n  compatible  16-bit bucket ring for hex-prefixed"));
     run_free(&r);
 
     r = run("profiles jump ketama", "");

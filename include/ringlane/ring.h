@@ -148,8 +148,8 @@ RL_EXTERN int rl_ring_replicas(const rl_ring_t *ring, const void *key, size_t le
 RL_EXTERN int rl_ring_replicas_zoned(const rl_ring_t *ring, const void *key, size_t len,
                                      uint32_t *nodes, size_t want, size_t *got);
 
-/* Bounded-loads capacity: ceil(c * (placed + 1) / n), computed in double exactly as
- * ds.09 section 2.3 states; c < 1 acts as 1; 0 when n is 0. */
+/* Bounded-loads capacity: ceil(c * (placed + 1) / n), computed in double (as the ds09
+ * profile's Go design computes it); c < 1 acts as 1; 0 when n is 0. */
 RL_EXTERN uint64_t rl_capacity(uint64_t placed, size_t n, double c);
 
 /* Bounded-loads placement (Mirrokni, Thorup, Zadimoghaddam): with m = the sum of loads[] and
