@@ -60,7 +60,9 @@ static const rl__profile profile_ds09 = {
              .hash = "hash64 = SplitMix64(FNV-1a 64)",
              .labels = "<name>#<i>, i from 0, weight x vnodes per member",
              .rule = "first point >= hash, wrap; ties by (position, name, i)",
-             .compatible = "ds.09 ring with bounded loads (Go reference, parity ring.hash)",
+             .compatible = "the ring of a Go design with bounded loads (its hash64 = SplitMix64 "
+                           "of FNV-1a 64, labels <name>#<i>, 160 points per member; bounded "
+                           "loads as Mirrokni, Thorup and Zadimoghaddam)",
              .default_vnodes = 160,
              .bits = 64,
              .max_vnodes = RL_VNODES_MAX,
@@ -77,7 +79,9 @@ static const rl__profile profile_turnstone = {
              .hash = "FNV-1a 32 mod 65536; keys: bucket_of (first 4 hex digits)",
              .labels = "<name>:<i>, i from 0, weight x 150 per member",
              .rule = "first point > bucket (bisect_right), wrap; ties by (position, name, i)",
-             .compatible = "turnstone consistent-hash-ring reference design (16-bit ring)",
+             .compatible = "16-bit bucket ring for hex-prefixed ids (turnstone's design: an "
+                           "id's first 4 hex digits are its bucket 0..65535, owned by the first "
+                           "point after it; 150 FNV-1a 32 points per unit of weight)",
              .default_vnodes = 150,
              .bits = 16,
              .max_vnodes = RL_VNODES_MAX,
@@ -95,7 +99,9 @@ static const rl__profile profile_xmur3 = {
              .hash = "xmur3 32-bit over code points",
              .labels = "<name>#<i>, i from 0, weight x vnodes per member",
              .rule = "first point >= hash (bisect_left), wrap; ties by (position, name, i)",
-             .compatible = "seed 003 interview reference (Python and TypeScript on BMP text)",
+             .compatible = "32-bit xmur3 ring of a Python/TypeScript reference (an interview "
+                           "exercise's reference solution: xmur3 over code points, 3 points per "
+                           "member; its TypeScript twin agrees on text within the BMP)",
              .default_vnodes = 3,
              .bits = 32,
              .max_vnodes = RL_VNODES_MAX,

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # `make uninstall`: removes every file an install wrote, as its install_manifest.txt lists them
 # (under DESTDIR, when the install had one: the list leaves it out), then the directories named
-# ringlane that this left empty (include/ringlane, lib/cmake/ringlane, share/doc/ringlane); no
-# other. Usage: uninstall.sh INSTALL_MANIFEST [DESTDIR]
+# ringlane that this left empty (include/ringlane, lib/cmake/ringlane, share/doc/ringlane) and
+# those directly inside one (share/doc/ringlane/docs), deepest first; no other.
+# Usage: uninstall.sh INSTALL_MANIFEST [DESTDIR]
 set -eu
 manifest="$1"
 destdir="${2:-}"
@@ -23,8 +24,8 @@ while IFS= read -r file || [ -n "$file" ]; do
   dirs="$dirs$(dirname "$path")
 "
 done <"$manifest"
-printf '%s' "$dirs" | sort -u | while IFS= read -r dir; do
-  if [ "$(basename "$dir")" = ringlane ]; then
+printf '%s' "$dirs" | sort -u -r | while IFS= read -r dir; do
+  if [ "$(basename "$dir")" = ringlane ] || [ "$(basename "$(dirname "$dir")")" = ringlane ]; then
     rmdir "$dir" 2>/dev/null || true
   fi
 done

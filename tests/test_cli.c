@@ -740,6 +740,41 @@ static void help_everywhere(void **state)
     }
 }
 
+/* "ringlane help COMMAND" prints what "ringlane COMMAND --help" prints (it printed the general
+ * usage); "ringlane help" the general usage; an unknown or second command is a bad argument. */
+static void help_names_a_command(void **state)
+{
+    (void)state;
+    const char *commands[] = {"route", "diff", "table", "stats", "hash", "profiles"};
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
+        char args[64];
+        snprintf(args, sizeof args, "%s --help", commands[i]);
+        run_result want = run(args, "");
+        snprintf(args, sizeof args, "help %s", commands[i]);
+        run_result got = run(args, "");
+        assert_int_equal(got.status, 0);
+        snprintf(args, sizeof args, "usage: ringlane %s ", commands[i]);
+        assert_starts(got.out, args);
+        assert_string_equal(got.out, want.out);
+        assert_string_equal(got.err, "");
+        run_free(&want);
+        run_free(&got);
+    }
+    run_result want = run("--help", ""), got = run("help", "");
+    assert_int_equal(got.status, 0);
+    assert_string_equal(got.out, want.out);
+    run_free(&want);
+    run_free(&got);
+    const char *bad[] = {"help nope", "help route diff", "help --long"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        run_result r = run(bad[i], "");
+        if (r.status != 2 || count_lines(r.err) != 1 || r.out_len != 0)
+            fail_msg("'ringlane %s': status %d, stderr '%s', stdout '%s'", bad[i], r.status, r.err,
+                     r.out);
+        run_free(&r);
+    }
+}
+
 /* profiles: a table within 80 columns, one row per profile; NAME or --long: in full, wrapped at
  * 80 columns, with the rule of the vnodes it takes. (It printed ~300-column lines.) */
 static void profiles_readable(void **state)
@@ -771,6 +806,13 @@ static void profiles_readable(void **state)
                  rl_profile_at(i)->name);
         assert_non_null(strstr(r.out, head));
     }
+    /* What each profile reproduces is said in words a user can place, not by the names of
+     * design documents they cannot read ("seed 003 interview reference", "ds.09 ring"). */
+    assert_null(strstr(r.out, "seed 003"));
+    assert_null(strstr(r.out, "ds.09"));
+    assert_null(strstr(r.out, "reference design"));
+    assert_non_null(
+        strstr(r.out, "\nturnstone\n  compatible  16-bit bucket ring for hex-prefixed"));
     run_free(&r);
 
     r = run("profiles jump ketama", "");
@@ -1003,6 +1045,9 @@ static void bash_completion(void **state)
         {"stats --", "--help --json --nodes --profile --vnodes"},
         {"profiles j", "jump"},
         {"profiles --l", "--long"},
+        {"help r", "route"},
+        {"help", "help"},
+        {"help route --", ""},
         {"route --vnodes \"\"", ""},
         {"table --j", ""},
     };
@@ -1045,6 +1090,7 @@ int main(void)
         cmocka_unit_test(bad_arguments),
         cmocka_unit_test(vnodes_messages_name_the_profiles_range),
         cmocka_unit_test(help_everywhere),
+        cmocka_unit_test(help_names_a_command),
         cmocka_unit_test(profiles_readable),
         cmocka_unit_test(json_output),
         cmocka_unit_test(man_page_and_completion_know_every_option),

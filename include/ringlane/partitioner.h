@@ -90,24 +90,24 @@ RL_EXTERN void rl_kafka_partitioner_options_init(rl_kafka_partitioner_options *o
  *   skip.unavailable   "true" or "false" (also "1", "0")
  * value NULL or "" restores the default (librdkafka passes an empty value as NULL). Values
  * that do not go together are refused by whichever property completes the pair: a profile
- * whose vnodes range excludes the vnodes set (maglev: not a prime; ketama: below 5; jump: any
- * vnodes), skip.unavailable with a profile that is not a ring (maglev, jump). vnodes set while
- * no profile is set is checked against the default profile by rl_kafka_partitioner_new (a
- * profile may still follow). On error returns RL_EINVAL (unknown name, NULL opts or name),
- * RL_EPROFILE, RL_ERANGE (a value that is no value of the property), RL_EVNODES or RL_ENOTSUP
- * (a pair that does not go together), leaves opts unchanged and writes a one-line message
- * naming the property, the value and why to errstr (when errstr_size > 0), and the same line to
- * rl_last_error_detail() (errstr or not; "" on success). */
+ * whose vnodes range excludes the vnodes set (maglev: not a prime; ketama: below 5; jump and
+ * memento: any vnodes), skip.unavailable with a profile that is not a ring (maglev, jump,
+ * memento). vnodes set while no profile is set is checked against the default profile by
+ * rl_kafka_partitioner_new (a profile may still follow). On error returns RL_EINVAL (unknown name,
+ * NULL opts or name), RL_EPROFILE, RL_ERANGE (a value that is no value of the property), RL_EVNODES
+ * or RL_ENOTSUP (a pair that does not go together), leaves opts unchanged and writes a one-line
+ * message naming the property, the value and why to errstr (when errstr_size > 0), and the same
+ * line to rl_last_error_detail() (errstr or not; "" on success). */
 RL_EXTERN int rl_kafka_partitioner_option_set(rl_kafka_partitioner_options *opts, const char *name,
                                               const char *value, char *errstr, size_t errstr_size);
 
 /* Makes a partitioner; opts NULL means the defaults. The profile name is resolved here, so
  * opts need not outlive the call. Every option and pair that cannot give a working ring is
  * refused: RL_EINVAL (NULL out, bad null_key), RL_EPROFILE, RL_EVNODES (vnodes outside the
- * profile's range, not a prime for maglev, any for jump), RL_ENOTSUP (skip_unavailable with
- * maglev or jump), RL_ERANGE (null_key_partition), RL_ENOMEM; *out is NULL then, and
- * rl_last_error_detail() names the field as written in C, its value and the reason ("vnodes
- * 1000: profile maglev takes a prime 2..5000011 (its table size), got 1000"). */
+ * profile's range, not a prime for maglev, any for jump and memento), RL_ENOTSUP
+ * (skip_unavailable with maglev, jump or memento), RL_ERANGE (null_key_partition), RL_ENOMEM;
+ * *out is NULL then, and rl_last_error_detail() names the field as written in C, its value and the
+ * reason ("vnodes 1000: profile maglev takes a prime 2..5000011 (its table size), got 1000"). */
 RL_EXTERN int rl_kafka_partitioner_new(const rl_kafka_partitioner_options *opts,
                                        rl_kafka_partitioner_t **out);
 

@@ -24,7 +24,7 @@ typedef struct rl_profile_info {
     const char *rule;        /* successor rule and tie order */
     const char *compatible;  /* what it reproduces */
     uint32_t default_vnodes; /* per unit of weight (see `labels` where it means more); 0 for a
-                                profile that has no vnodes (jump) */
+                                profile that has no vnodes (jump, memento) */
     unsigned bits;           /* ring width: 16, 32 or 64 */
     uint32_t max_vnodes;     /* the largest vnodes the profile accepts (RL_VNODES_MAX but for
                                 envoy and maglev, whose vnodes is a ring or table size; 0: it

@@ -7,7 +7,8 @@
  *
  * Members are numbered ("node index") in the order they were given: build order, then each
  * add appended at the end; a remove shifts the later ones down. The ring itself never depends on
- * that order except where a profile says so (ketama, envoy, groupcache, jump, balanced).
+ * that order except where a profile says so (ketama, envoy, groupcache, jump, balanced,
+ * memento).
  *
  * One profile has a history: a memento ring made by rl_ring_add or rl_ring_remove depends on the
  * changes that led to it, not on its members alone (rl_profile_info.history). A remove replaces
@@ -147,8 +148,8 @@ RL_EXTERN int rl_ring_replicas(const rl_ring_t *ring, const void *key, size_t le
 RL_EXTERN int rl_ring_replicas_zoned(const rl_ring_t *ring, const void *key, size_t len,
                                      uint32_t *nodes, size_t want, size_t *got);
 
-/* Bounded-loads capacity: ceil(c * (placed + 1) / n), computed in double exactly as
- * ds.09 section 2.3 states; c < 1 acts as 1; 0 when n is 0. */
+/* Bounded-loads capacity: ceil(c * (placed + 1) / n), computed in double (as the ds09
+ * profile's Go design computes it); c < 1 acts as 1; 0 when n is 0. */
 RL_EXTERN uint64_t rl_capacity(uint64_t placed, size_t n, double c);
 
 /* Bounded-loads placement (Mirrokni, Thorup, Zadimoghaddam): with m = the sum of loads[] and

@@ -7,7 +7,8 @@
 #    with pkg-config, the quick starts (tests/install/quickstart*.c, shown in docs/install.md)
 #    and app.c (every library) build and run, quickstart.c also against libringlane.a with
 #    only what `pkg-config --static` adds; every public header compiles alone under -std=c11
-#    -pedantic; the shared library names its SONAME.
+#    -pedantic; the shared library names its SONAME; README.md and docs/*.md are installed in
+#    share/doc/ringlane, and the files the manual page's SEE ALSO names exist.
 # 2. find_package(ringlane) from tests/install/CMakeLists.txt, in each of its modes: without
 #    components and with COMPONENTS consumer, leaving every variable of the caller's as it was
 #    (its own find_package(ZLIB) and XXHASH_/LIBMD_/LIBUV_/RDKAFKA_ variables among them);
@@ -17,7 +18,8 @@
 #    with REQUIRED a failed configure. Each program built runs, shared and static.
 # 3. `make install PREFIX=/opt/ringlane-check DESTDIR=D` from SOURCE_DIR: the libraries, CLI and
 #    plugin built alone (no tests, benchmarks or examples) and staged under D; the staged tree
-#    used with `pkg-config --define-prefix` and find_package; `make uninstall` removes it all.
+#    used with `pkg-config --define-prefix` and find_package; `make uninstall` removes it all,
+#    the directories of ringlane's own included.
 # Usage: check_install.sh BUILD_DIR SOURCE_DIR
 set -eu
 build="$1"
@@ -104,7 +106,24 @@ for header in "$prefix"/include/ringlane/*.h; do
 done
 objdump -p "$libdir/libringlane.so" | grep -q 'SONAME *libringlane\.so\.0' ||
   fail "libringlane.so has no SONAME libringlane.so.0"
-echo "install check: cmake --install, pkg-config (quick starts, app, static, headers in c11): ok"
+# The user documentation is installed beside LICENSE, every guide the source tree has, and the
+# files the manual page's SEE ALSO names are there.
+docdir="$prefix/share/doc/ringlane"
+for doc in LICENSE README.md; do
+  [ -f "$docdir/$doc" ] || fail "no share/doc/ringlane/$doc"
+done
+for doc in "$src"/docs/*.md; do
+  [ -f "$docdir/docs/$(basename "$doc")" ] || fail "no share/doc/ringlane/docs/$(basename "$doc")"
+done
+man_page=$(find "$prefix" -name ringlane.1 | head -n 1)
+[ -n "$man_page" ] || fail "no ringlane.1 installed"
+grep -o 'share/doc/ringlane/[A-Za-z/._]*' "$man_page" >"$tmp/man_docs" ||
+  fail "ringlane.1 names no installed documentation"
+while IFS= read -r named; do
+  [ -f "$prefix/$named" ] || fail "ringlane.1 names $named, which is not installed"
+done <"$tmp/man_docs"
+echo "install check: cmake --install, pkg-config (quick starts, app, static, headers in c11)," \
+  "documentation: ok"
 
 # --- 2. find_package ---
 # configure MODE [extra cmake arguments]: a fresh configure of tests/install in MODE.
@@ -194,4 +213,6 @@ check_mode consumer -DCMAKE_PREFIX_PATH="$staged"
 make_here uninstall DESTDIR="$stage" INSTALL_BUILD="$tmp/build-install" >/dev/null
 left=$(find "$stage" -type f -o -type l)
 [ -z "$left" ] || fail "make uninstall left: $left"
+left=$(find "$stage" -type d \( -name ringlane -o -path '*/ringlane/*' \))
+[ -z "$left" ] || fail "make uninstall left directories: $left"
 echo "install check: make install PREFIX DESTDIR (libraries, CLI, plugin only), make uninstall: ok"

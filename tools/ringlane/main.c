@@ -16,8 +16,9 @@ static const char usage[] =
     "  stats     each node's arc share and the spread of the ring\n"
     "  hash      hash strings with one of ringlane's hash functions\n"
     "  profiles  list the ring profiles (profiles NAME: one in full)\n"
-    "route, diff and stats take --json. 'ringlane COMMAND --help' gives a command's\n"
-    "options, 'man ringlane' the manual. Exit status 2 means bad arguments.\n";
+    "route, diff and stats take --json. 'ringlane COMMAND --help' (or 'ringlane help\n"
+    "COMMAND') gives a command's options, 'man ringlane' the manual. Exit status 2\n"
+    "means bad arguments.\n";
 
 static const struct {
     const char *name;
@@ -27,20 +28,50 @@ static const struct {
     {"stats", cmd_stats}, {"hash", cmd_hash}, {"profiles", cmd_profiles},
 };
 
+static int (*command_named(const char *name))(int, char **)
+{
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(name, commands[i].name) == 0)
+            return commands[i].run;
+    return NULL;
+}
+
+/* "ringlane help [COMMAND]": the usage, or COMMAND's help as "ringlane COMMAND --help" gives
+ * it. */
+static int help(int argc, char **argv)
+{
+    if (argc == 0)
+        return fputs(usage, stdout), 0;
+    int (*run)(int, char **) = command_named(argv[0]);
+    if (!run) {
+        fprintf(stderr, "ringlane help: unknown command '%s' (see ringlane --help)\n", argv[0]);
+        return CLI_EXIT_USAGE;
+    }
+    if (argc > 1) {
+        fprintf(stderr, "ringlane help: one command at a time ('%s' after '%s')\n", argv[1],
+                argv[0]);
+        return CLI_EXIT_USAGE;
+    }
+    static char help_option[] = "--help";
+    char *args[] = {argv[0], help_option, NULL};
+    return run(2, args);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
         fputs("ringlane: missing COMMAND (see ringlane --help)\n", stderr);
         return CLI_EXIT_USAGE;
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-        strcmp(argv[1], "help") == 0)
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
         return fputs(usage, stdout), 0;
+    if (strcmp(argv[1], "help") == 0)
+        return help(argc - 2, argv + 2);
     if (strcmp(argv[1], "--version") == 0)
         return printf("ringlane %s\n", rl_version_string()), 0;
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(argv[1], commands[i].name) == 0)
-            return commands[i].run(argc - 1, argv + 1);
+    int (*run)(int, char **) = command_named(argv[1]);
+    if (run)
+        return run(argc - 1, argv + 1);
     fprintf(stderr, "ringlane: unknown command '%s' (see ringlane --help)\n", argv[1]);
     return CLI_EXIT_USAGE;
 }

@@ -29,6 +29,11 @@ _ringlane()
             --version" -- "$cur")
         return 0
     fi
+    if [[ $cmd == help ]]; then # "ringlane help COMMAND": one command's help
+        ((COMP_CWORD == 2)) &&
+            mapfile -t COMPREPLY < <(compgen -W "route diff table stats hash profiles" -- "$cur")
+        return 0
+    fi
     case $prev in
     --profile)
         local names
