@@ -142,6 +142,22 @@ const rl_profile_info *rl_profile_at(size_t i)
     return i < N_PROFILES ? &profiles[i]->info : NULL;
 }
 
+size_t rl_profile_names(char *buf, size_t size)
+{
+    size_t need = 0;
+    for (size_t i = 0; i < N_PROFILES; i++) {
+        const char *name = profiles[i]->info.name;
+        size_t len = strlen(name), sep = i ? 2 : 0;
+        /* Copy what fits of ", name" after what is there, always leaving room for the NUL. */
+        for (size_t k = 0; k < sep + len; k++, need++)
+            if (need + 1 < size)
+                buf[need] = k < sep ? ", "[k] : name[k - sep];
+    }
+    if (size)
+        buf[need < size ? need : size - 1] = '\0';
+    return need;
+}
+
 const rl_profile_info *rl_profile_find(const char *name)
 {
     const rl__profile *p = name ? rl__profile_find(name) : NULL;

@@ -297,20 +297,6 @@ static char *dup_str(const char *s)
     return d;
 }
 
-/* "default, ds09, ...": the profiles an unknown name could have been. */
-static const char *profile_names(char *buf, size_t size)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < rl_profile_count() && used < size; i++) {
-        int n = snprintf(buf + used, size - used, "%s%s", i ? ", " : "", rl_profile_at(i)->name);
-        if (n < 0)
-            break;
-        used += (size_t)n;
-    }
-    return buf;
-}
-
 /* A refusal by the profile's own code (count, emit, build), said in words when the profile
  * said nothing itself. */
 static int profile_refusal(const rl_ring_t *r, int rc)
@@ -362,8 +348,9 @@ static int build(const rl_member *members, size_t count, const rl_ring_options *
     const rl__profile *profile = rl__profile_find(opts->profile);
     if (!profile) {
         char q[RL__QUOTE_SIZE], names[256];
+        rl_profile_names(names, sizeof names);
         return rl_error_detail_set(RL_EPROFILE, "profile %s: unknown profile (one of: %s)",
-                                   rl__quote(q, opts->profile), profile_names(names, sizeof names));
+                                   rl__quote(q, opts->profile), names);
     }
     /* One rule for profile and vnodes, the partitioner's and the CLI's too. */
     char why[160];

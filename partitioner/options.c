@@ -119,20 +119,6 @@ static int parse_uint(const char *s, unsigned long long min, unsigned long long 
     return 0;
 }
 
-/* "default, ds09, ..." into buf. */
-static const char *profile_names(char *buf, size_t size)
-{
-    size_t used = 0;
-    buf[0] = 0;
-    for (size_t i = 0; i < rl_profile_count() && used < size; i++) {
-        int n = snprintf(buf + used, size - used, "%s%s", i ? ", " : "", rl_profile_at(i)->name);
-        if (n < 0)
-            break;
-        used += (size_t)n;
-    }
-    return buf;
-}
-
 int rl_kafka_partitioner_option_set(rl_kafka_partitioner_options *opts, const char *name,
                                     const char *value, char *errstr, size_t errstr_size)
 {
@@ -152,8 +138,8 @@ int rl_kafka_partitioner_option_set(rl_kafka_partitioner_options *opts, const ch
         const rl_profile_info *info = value ? rl_profile_find(value) : NULL;
         if (value && !info) {
             char names[256];
-            say(errstr, errstr_size, "%s: unknown profile \"%s\" (valid: %s)", name, value,
-                profile_names(names, sizeof names));
+            rl_profile_names(names, sizeof names);
+            say(errstr, errstr_size, "%s: unknown profile \"%s\" (valid: %s)", name, value, names);
             return RL_EPROFILE;
         }
         char why[256];

@@ -404,6 +404,30 @@ static void turnstone_stats_count_buckets(void **state)
 /* Which vnodes each profile builds with (the CLI and the partitioner ask the same function),
  * and the balanced profile: equal shares, no weights, and an added member takes keys from the
  * others only. */
+/* rl_profile_names: every name, comma-separated, cut and terminated like snprintf. */
+static void profile_names_listed(void **state)
+{
+    (void)state;
+    char want[512] = "", buf[512];
+    for (size_t i = 0; i < rl_profile_count(); i++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", i ? ", " : "",
+                 rl_profile_at(i)->name);
+    size_t need = strlen(want);
+    assert_int_equal(rl_profile_names(buf, sizeof buf), need);
+    assert_string_equal(buf, want);
+    assert_int_equal(rl_profile_names(NULL, 0), need);
+    char small[10];
+    memset(small, 'x', sizeof small);
+    assert_int_equal(rl_profile_names(small, sizeof small), need);
+    assert_int_equal(strlen(small), sizeof small - 1);
+    assert_memory_equal(small, want, sizeof small - 1);
+    char exact[512];
+    assert_int_equal(rl_profile_names(exact, need + 1), need);
+    assert_string_equal(exact, want);
+    assert_int_equal(rl_profile_names(exact, need), need); /* one short: the last byte is cut */
+    assert_int_equal(strlen(exact), need - 1);
+}
+
 static void profile_vnodes_and_balanced(void **state)
 {
     (void)state;
@@ -508,6 +532,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(build_errors),
         cmocka_unit_test(too_many_points_refused_before_allocating),
+        cmocka_unit_test(profile_names_listed),
         cmocka_unit_test(profile_vnodes_and_balanced),
         cmocka_unit_test(change_errors),
         cmocka_unit_test(lookup_errors),

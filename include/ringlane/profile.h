@@ -43,6 +43,12 @@ RL_EXTERN size_t rl_profile_count(void);
 RL_EXTERN const rl_profile_info *rl_profile_at(size_t i);           /* NULL if out of range */
 RL_EXTERN const rl_profile_info *rl_profile_find(const char *name); /* NULL if unknown */
 
+/* Every profile's name, comma-separated ("default, ds09, ..."), into buf: cut and terminated
+ * when it does not fit (nothing is written when size is 0). Returns the length of the whole
+ * list, as snprintf does, so a return >= size says it was cut. For messages such as "unknown
+ * profile (one of: ...)". */
+RL_EXTERN size_t rl_profile_names(char *buf, size_t size);
+
 /* The one rule for a profile and a vnodes value, which rl_ring_build, the Kafka partitioner
  * and its plugin, and the ringlane CLI all ask. Whether the profile `name` (NULL: "default")
  * builds rings with `vnodes` per unit of weight: 0, RL_EPROFILE (unknown profile), or
