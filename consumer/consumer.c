@@ -160,12 +160,14 @@ static void start_leaving(rl_consumer_t *c)
  * librdkafka ignores JoinGroup and SyncGroup answers, so the state can no longer come. A close
  * before the first assignment therefore waits for it, serving the queue, up to
  * first_assignment_timeout_ms (a bound of its own: a cluster that cannot be reached never
- * answers, and a Ctrl-C at start-up should not wait a revoke's 30 s). When it does not come: a
- * group that never answered a join has chosen no assignor, and leaving is safe (the one window
- * left is a JoinGroup answer that librdkafka takes between this check and the close request
- * right after it); otherwise the librdkafka handle is left undestroyed (a leak, not an abort),
- * and on_error says so. tests/test_consumer_close.c closes in the window on the mock cluster,
- * and before any answer. */
+ * answers, and a Ctrl-C at start-up should not wait a revoke's 30 s). serve() asks only after
+ * a poll, so an assignment that arrives with the deadline is taken, and leaving is safe. When
+ * none came: a group that never answered a join has chosen no assignor, and leaving is safe
+ * (the one window left is a JoinGroup answer that librdkafka takes between this check and the
+ * close request right after it); otherwise the librdkafka handle is left undestroyed (a leak,
+ * not an abort), and on_error says so. An assignment librdkafka takes in that same window is
+ * served after the close request (assign_late in rebalance.c). tests/test_consumer_close.c
+ * closes in the window on the mock cluster, before any answer, and as the assignment comes. */
 static bool may_leave(rl_consumer_t *c)
 {
     if (!c->coop_destroy_hazard || c->assigned_once)
@@ -189,22 +191,21 @@ static void serve(rl_consumer_t *c)
     if (c->serving || c->kafka_closed)
         return;
     c->serving = true;
+    uint32_t i = 0;
+    rd_kafka_message_t *m;
+    while (i < c->opts.poll_batch && (m = rd_kafka_consumer_poll(c->rk, 0))) {
+        rl__on_message(c, m);
+        i++;
+    }
+    bool more = i == c->opts.poll_batch; /* the queue's wake-up only comes when it was empty */
+    /* Only after the poll: an assignment librdkafka queued before now is served before the
+     * close request, so it reaches the group as an assign call and not after its close began
+     * (see may_leave, and assign_late in rebalance.c for one that comes all the same). */
     if (c->closing && !c->leaving && may_leave(c))
         start_leaving(c);
-    bool more = false;
-    if (!c->kafka_closed) {
-        uint32_t i = 0;
-        rd_kafka_message_t *m;
-        while (i < c->opts.poll_batch && (m = rd_kafka_consumer_poll(c->rk, 0))) {
-            rl__on_message(c, m);
-            i++;
-        }
-        more = i == c->opts.poll_batch; /* the queue's wake-up only comes when it was empty */
-        if (c->closing && !c->leaving && c->assigned_once)
-            more = true; /* the first assignment a close was waiting for: leave now */
-        if (c->leaving && rd_kafka_consumer_closed(c->rk))
-            c->kafka_closed = true;
-    }
+    /* kafka_stuck: librdkafka's close will never finish (assign_late). */
+    if (c->leaving && !c->kafka_closed && (c->kafka_stuck || rd_kafka_consumer_closed(c->rk)))
+        c->kafka_closed = true;
     if (c->dlq)
         rd_kafka_poll(c->dlq, 0);
     c->serving = false;

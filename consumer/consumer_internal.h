@@ -126,6 +126,7 @@ struct rl_consumer {
     bool assigned_once;         /* the group has given this consumer an assignment (maybe empty) */
     uint64_t leave_deadline_ms; /* a close waits for the first assignment until then */
     bool keep_kafka;            /* rd_kafka_destroy would abort: the handle is not destroyed */
+    bool kafka_stuck; /* librdkafka's close will never finish (assign_late in rebalance.c) */
     rl_consumer_close_cb close_cb;
 
     rl_consumer_stats stats;

@@ -399,6 +399,44 @@ static rd_kafka_topic_partition_list_t *held(rl_consumer_t *c)
     return l;
 }
 
+/* librdkafka's version that finishes a close begun while its group waited for the assign call
+ * (librdkafka issue 4527, fixed in 2.4.0). */
+#define KAFKA_LATE_ASSIGN_FIXED 0x020400ff
+
+/* An assignment served after the close began leaving: librdkafka queued it before the close
+ * request reached its group thread (serve polls before it leaves, so this is that race), and
+ * takes the assign call that assign() made for an unassign of everything
+ * (rd_kafka_cgrp_handle_assign_op). Under cooperative-sticky, the close request queued the
+ * revoke of the whole new assignment, which releases it as usual; if that assignment is empty
+ * there is nothing to revoke, and librdkafka before 2.4.0 then waits forever for an assign
+ * call it no longer takes (librdkafka issue 4527): its close never finishes, so the consumer
+ * ends its own close without it (serve in consumer.c) and leaves the handle undestroyed
+ * (rd_kafka_destroy would wait for the same close); the group drops the member when its session
+ * times out. Under the eager protocol the close request left the group at once and nothing
+ * more comes: the partitions are released here (none of their messages was taken: a closing
+ * consumer takes none, and nothing is committed). tests/test_consumer_close.c serves a first
+ * assignment after the close request, under both. */
+static void assign_late(rl_consumer_t *c)
+{
+    rd_kafka_topic_partition_list_t *l = held(c);
+    if (!cooperative(c->rk)) {
+        if (c->async)
+            revoke_begin(c, l, false, false);
+        else
+            release(c, l, false, false);
+    } else if (l->cnt == 0 && rd_kafka_version() < KAFKA_LATE_ASSIGN_FIXED) {
+        c->kafka_stuck = true;
+        c->keep_kafka = true;
+        rl__consumer_error(c, RD_KAFKA_RESP_ERR__STATE,
+                           "close: an empty assignment came as the consumer began leaving the "
+                           "group; librdkafka %s then never finishes closing (librdkafka issue "
+                           "4527, fixed in 2.4.0), so the close ends without it and its consumer "
+                           "handle is left undestroyed",
+                           rd_kafka_version_str());
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
 void rl__rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                       rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
@@ -408,6 +446,8 @@ void rl__rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         if (c->revoke.active)
             revoke_finish(c); /* not expected while librdkafka waits for the unassign */
         assign(c, parts);
+        if (c->leaving)
+            assign_late(c);
     } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
         if (c->async)
             revoke_begin(c, parts, rd_kafka_assignment_lost(rk) != 0, true);

@@ -20,7 +20,8 @@
 extern char **environ;
 
 #define PARTITIONS 4
-#define API_SYNC_GROUP 14 /* the Kafka protocol's ApiKey of SyncGroup */
+#define API_JOIN_GROUP 11 /* the Kafka protocol's ApiKeys */
+#define API_SYNC_GROUP 14
 
 /* --- the child --- */
 
@@ -71,6 +72,94 @@ static int child_main(char **argv)
     return 0;
 }
 
+/* The late-assignment children. Each closes at once and then keeps its loop from running until
+ * the close's wait for the first assignment has run out (first_assignment_timeout_ms 500) and
+ * librdkafka has queued that assignment for the consumer (its queue holds `queued` events):
+ * the consumer sees the end of its wait and the assignment at the same time, as when the
+ * 100 ms tick that gives up and the SyncGroup answer coincide. */
+enum { LATE_FIRST_ASSIGNMENT_MS = 500, LATE_CHILD_BOUND_S = 60 };
+
+typedef struct late_state {
+    uint64_t assigned, revoked; /* the statistics at close_cb */
+    long errors;
+    bool left_undestroyed; /* on_error said the librdkafka handle was kept */
+    bool issue4527;        /* ... because librdkafka would never finish closing */
+    bool closed;
+} late_state;
+
+static void late_error(rl_consumer_t *c, rd_kafka_resp_err_t err, const char *reason)
+{
+    late_state *s = rl_consumer_get_data(c);
+    s->errors++;
+    if (strstr(reason, "left undestroyed"))
+        s->left_undestroyed = true;
+    if (strstr(reason, "issue 4527"))
+        s->issue4527 = true;
+    fprintf(stderr, "child: on_error %s: %s\n", rd_kafka_err2name(err), reason);
+}
+
+static void late_closed(rl_consumer_t *c)
+{
+    late_state *s = rl_consumer_get_data(c);
+    rl_consumer_stats st;
+    rl_consumer_stats_get(c, &st, NULL, 0, NULL);
+    s->assigned = st.assigned;
+    s->revoked = st.revoked;
+    s->closed = true;
+}
+
+/* argv: --late-child BOOTSTRAPS GROUP TOPICS STRATEGY POLL_BATCH QUEUED, TOPICS one or two names
+ * separated by a comma. A close that never ends is SIGALRM after LATE_CHILD_BOUND_S. */
+static int late_child_main(char **argv)
+{
+    alarm(LATE_CHILD_BOUND_S);
+    cluster parent = {.bootstraps = argv[2]};
+    char *second = strchr(argv[4], ',');
+    if (second)
+        *second++ = '\0';
+    const char *topics[] = {argv[4], second};
+    long queued = strtol(argv[7], NULL, 10);
+    const char *lanes[] = {"a", "b"};
+    late_state s = {0};
+    uv_loop_t loop;
+    if (uv_loop_init(&loop) != 0)
+        return 3;
+    rl_consumer_options o;
+    rl_consumer_options_init(&o);
+    o.conf = consumer_conf(&parent, argv[3], argv[5]);
+    o.topics = topics;
+    o.topic_count = second ? 2 : 1;
+    o.handler = nop_handler;
+    o.dispatch.lanes = lanes;
+    o.dispatch.lane_count = 2;
+    o.poll_batch = (uint32_t)strtoul(argv[6], NULL, 10);
+    o.first_assignment_timeout_ms = LATE_FIRST_ASSIGNMENT_MS;
+    o.on_error = late_error;
+    o.data = &s;
+    rl_consumer_t *c = NULL;
+    if (rl_consumer_new(&loop, &o, &c) != 0)
+        return 3;
+    double close_start = now_s();
+    if (rl_consumer_close(c, late_closed) != 0)
+        return 3;
+    rd_kafka_queue_t *q = rd_kafka_queue_get_consumer(rl_consumer_kafka(c));
+    double waited = close_start + LATE_FIRST_ASSIGNMENT_MS / 1000.0 + 0.1;
+    WAIT_FOR(now_s() >= waited && rd_kafka_queue_length(q) >= (size_t)queued, 30);
+    bool ready = rd_kafka_queue_length(q) >= (size_t)queued;
+    rd_kafka_queue_destroy(q);
+    if (!ready) {
+        fprintf(stderr, "child: librdkafka queued no assignment in 30 s\n");
+        return 3;
+    }
+    uv_run(&loop, UV_RUN_DEFAULT);
+    long close_ms = (long)((now_s() - close_start) * 1000);
+    printf("closed=%d assigned=%" PRIu64 " revoked=%" PRIu64 " errors=%ld left_undestroyed=%d "
+           "issue4527=%d close_ms=%ld\n",
+           s.closed, s.assigned, s.revoked, s.errors, s.left_undestroyed, s.issue4527, close_ms);
+    fflush(stdout);
+    return uv_loop_close(&loop) == 0 ? 0 : 4;
+}
+
 /* --- the cases --- */
 
 typedef struct child_result {
@@ -104,21 +193,14 @@ static char **child_env(bool keep_leaks, char *asan, size_t size)
     return env;
 }
 
-static child_result run_child(const char *group, const char *topic, const char *strategy,
-                              const char *when, unsigned revoke_timeout_ms,
-                              unsigned first_assignment_timeout_ms, bool keep_leaks)
+/* Runs this program with argv (argv[0] is replaced by its path) and collects what it printed. */
+static child_result run_argv(char **argv, bool keep_leaks, const char *what)
 {
     char self[4096];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     assert_true(n > 0);
     self[n] = '\0';
-    char timeout[16], first[16];
-    snprintf(timeout, sizeof timeout, "%u", revoke_timeout_ms);
-    snprintf(first, sizeof first, "%u", first_assignment_timeout_ms);
-    char *argv[] = {self,          "--child",     (char *)k.bootstraps,
-                    (char *)group, (char *)topic, (char *)strategy,
-                    (char *)when,  timeout,       first,
-                    NULL};
+    argv[0] = self;
     int out[2];
     assert_int_equal(pipe(out), 0);
     posix_spawn_file_actions_t fa;
@@ -141,11 +223,25 @@ static child_result run_child(const char *group, const char *topic, const char *
     close(out[0]);
     assert_int_equal(waitpid(pid, &r.status, 0), pid);
     if (WIFSIGNALED(r.status))
-        print_message("child (%s): killed by signal %d (%s)\n", when, WTERMSIG(r.status),
+        print_message("child (%s): killed by signal %d (%s)\n", what, WTERMSIG(r.status),
                       strsignal(WTERMSIG(r.status)));
     else
-        print_message("child (%s): exit %d: %s", when, WEXITSTATUS(r.status), r.out);
+        print_message("child (%s): exit %d: %s", what, WEXITSTATUS(r.status), r.out);
     return r;
+}
+
+static child_result run_child(const char *group, const char *topic, const char *strategy,
+                              const char *when, unsigned revoke_timeout_ms,
+                              unsigned first_assignment_timeout_ms, bool keep_leaks)
+{
+    char timeout[16], first[16];
+    snprintf(timeout, sizeof timeout, "%u", revoke_timeout_ms);
+    snprintf(first, sizeof first, "%u", first_assignment_timeout_ms);
+    char *argv[] = {NULL,          "--child",     (char *)k.bootstraps,
+                    (char *)group, (char *)topic, (char *)strategy,
+                    (char *)when,  timeout,       first,
+                    NULL};
+    return run_argv(argv, keep_leaks, when);
 }
 
 /* The group's coordinator is broker 1, and its next SyncGroup answers wait rtt_ms. */
@@ -200,6 +296,136 @@ static void close_when_the_first_assignment_never_comes(void **state)
         assert_non_null(strstr(r.out, "closed assigned=0 errors=1"));
 }
 
+static atomic_long handled;
+
+static int count_handler(rl_consumer_t *c, const rd_kafka_message_t *m, uint32_t attempt)
+{
+    (void)c;
+    (void)m;
+    (void)attempt;
+    atomic_fetch_add(&handled, 1);
+    return 0;
+}
+
+/* librdkafka's version that finishes a close whose group was waiting for the application's
+ * assign call (librdkafka issue 4527, fixed in 2.4.0). */
+#define KAFKA_LATE_ASSIGN_FIXED 0x020400ff
+
+static child_result run_late_child(const char *group, const char *topic, const char *strategy,
+                                   const char *poll_batch, const char *queued, bool keep_leaks)
+{
+    char *argv[] = {NULL,          "--late-child",   (char *)k.bootstraps, (char *)group,
+                    (char *)topic, (char *)strategy, (char *)poll_batch,   (char *)queued,
+                    NULL};
+    return run_argv(argv, keep_leaks, "late assignment");
+}
+
+/* A consumer of the group that holds every partition when the child joins, so that the child's
+ * first assignment is what a consumer joining a busy cooperative group gets: an empty one (the
+ * first of cooperative-sticky's two rounds). It handles the topic's messages throughout. The
+ * group's coordinator is broker 1, and the holder's answer to the rejoin the child causes
+ * comes 1 s after the child's: the mock coordinator answers a member's SyncGroup with
+ * INVALID_REQUEST when the leader's came first, and a child that rejoins gets a second,
+ * non-empty assignment. */
+static void start_holder(cthread *a, const char *group, const char *topic, const char *strategy)
+{
+    static const char *topics[1];
+    topics[0] = topic;
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, PARTITIONS, 1), 0);
+    assert_int_equal(rd_kafka_mock_coordinator_set(k.mock, "group", group, 1), 0);
+    atomic_store(&handled, 0);
+    ct_init(a, consumer_conf(&k, group, strategy), topics, 1, count_handler, NULL);
+    assert_rl_ok(ct_start(a));
+    WAIT_FOR(ct_assigned(a) == PARTITIONS, 30);
+    assert_int_equal(ct_assigned(a), PARTITIONS);
+    assert_int_equal(rd_kafka_mock_broker_push_request_error_rtts(k.mock, 1, API_JOIN_GROUP, 2,
+                                                                  RD_KAFKA_RESP_ERR_NO_ERROR, 0,
+                                                                  RD_KAFKA_RESP_ERR_NO_ERROR, 1000),
+                     0);
+}
+
+/* After the child: the group goes on without it (at once when it left, after its session timed
+ * out when its handle was left undestroyed) and the holder, holding every partition again,
+ * handles the messages produced now. */
+static void holder_goes_on(cthread *a, const char *topic)
+{
+    enum { MESSAGES = 40 };
+    producer p;
+    producer_start(&p, &k);
+    for (int i = 0; i < MESSAGES; i++)
+        produce_seq(&p, topic, i % 8, i / 8);
+    producer_flush(&p);
+    producer_stop(&p);
+    WAIT_FOR(atomic_load(&handled) >= MESSAGES && ct_assigned(a) == PARTITIONS, 60);
+    assert_int_equal(ct_assigned(a), PARTITIONS);
+    assert_true(atomic_load(&handled) >= MESSAGES);
+    ct_stop(a);
+    ct_free(a);
+}
+
+/* The hang found in review, made deterministic: a cooperative-sticky consumer joins a group
+ * whose other member holds every partition and is closed at once; its wait for the first
+ * assignment runs out just as that assignment, an empty one, arrives. The close used to give
+ * up first and ask librdkafka to close with the assignment still queued; librdkafka before
+ * 2.4.0 then waits forever for an assign call its closing group no longer takes (issue 4527),
+ * and the close never ended (the child died of its 60 s alarm). The consumer now serves its
+ * queue before it decides to leave: it takes the assignment, leaves as usual, destroys the
+ * handle and reports nothing. */
+static void close_as_the_first_assignment_arrives(void **state)
+{
+    (void)state;
+    const char *group = "g-close-late", *topic = "close-late";
+    cthread a;
+    start_holder(&a, group, topic, "cooperative-sticky");
+    child_result r = run_late_child(group, topic, "cooperative-sticky", "500", "1", false);
+    assert_true(WIFEXITED(r.status));
+    assert_int_equal(WEXITSTATUS(r.status), 0);
+    assert_non_null(strstr(r.out, "closed=1 assigned=0 revoked=0 errors=0 left_undestroyed=0 "));
+    holder_goes_on(&a, topic);
+}
+
+/* The same moment, with an error message ahead of the assignment in the consumer's queue (a
+ * second topic it subscribes to is refused: TOPIC_AUTHORIZATION_FAILED) and poll_batch 1: the
+ * close's poll ends before the assignment, the close leaves, and the assignment is served
+ * after librdkafka began closing. Under cooperative-sticky the assignment is empty, and
+ * librdkafka before 2.4.0 never finishes that close (issue 4527): the close used to never end,
+ * and now ends without librdkafka's, leaving the handle undestroyed and saying so. Under the
+ * eager protocol the assignment holds half the partitions, and librdkafka's close ends; the
+ * consumer reports them and releases them at once, having taken none of their messages (the
+ * old code reported them assigned and never revoked). */
+static void late_assignment_case(const char *group, const char *topic, const char *strategy,
+                                 bool stuck, const char *expect)
+{
+    char topics[128];
+    snprintf(topics, sizeof topics, "%s,close-late-denied", topic);
+    rd_kafka_mock_topic_set_error(k.mock, "close-late-denied",
+                                  RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+    cthread a;
+    start_holder(&a, group, topic, strategy);
+    child_result r = run_late_child(group, topics, strategy, "1", "2", stuck);
+    assert_true(WIFEXITED(r.status));
+    assert_int_equal(WEXITSTATUS(r.status), 0);
+    assert_non_null(strstr(r.out, expect));
+    holder_goes_on(&a, topic);
+}
+
+static void assignment_served_after_the_close_began_leaving(void **state)
+{
+    (void)state;
+    bool stuck = rd_kafka_version() < KAFKA_LATE_ASSIGN_FIXED;
+    late_assignment_case("g-close-late-behind", "close-late-behind", "cooperative-sticky", stuck,
+                         stuck ? "closed=1 assigned=0 revoked=0 errors=3 left_undestroyed=1 "
+                                 "issue4527=1 "
+                               : "closed=1 assigned=0 revoked=0 errors=1 left_undestroyed=0 ");
+}
+
+static void eager_assignment_served_after_the_close_began_leaving(void **state)
+{
+    (void)state;
+    late_assignment_case("g-close-late-eager", "close-late-eager", "range", false,
+                         "closed=1 assigned=2 revoked=2 errors=1 left_undestroyed=0 ");
+}
+
 /* The eager protocol has no assignor state: the same window is no danger. */
 static void eager_close_between_join_and_first_assignment(void **state)
 {
@@ -210,17 +436,6 @@ static void eager_close_between_join_and_first_assignment(void **state)
     child_result r = run_child(group, topic, "range", "joined", 10000, 10000, false);
     assert_true(WIFEXITED(r.status));
     assert_int_equal(WEXITSTATUS(r.status), 0);
-}
-
-static atomic_long handled;
-
-static int count_handler(rl_consumer_t *c, const rd_kafka_message_t *m, uint32_t attempt)
-{
-    (void)c;
-    (void)m;
-    (void)attempt;
-    atomic_fetch_add(&handled, 1);
-    return 0;
 }
 
 /* A close during start-up, when the group cannot answer at all (its coordinator, broker 3, is
@@ -301,11 +516,18 @@ int main(int argc, char **argv)
 {
     if (argc == 9 && strcmp(argv[1], "--child") == 0)
         return child_main(argv);
+    if (argc == 8 && strcmp(argv[1], "--late-child") == 0)
+        return late_child_main(argv);
     print_message("librdkafka %s\n", rd_kafka_version_str());
+    if (getenv("RINGLANE_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("RINGLANE_TEST_FILTER"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(close_before_the_join_is_answered),
         cmocka_unit_test(close_between_join_and_first_assignment),
         cmocka_unit_test(close_when_the_first_assignment_never_comes),
+        cmocka_unit_test(close_as_the_first_assignment_arrives),
+        cmocka_unit_test(assignment_served_after_the_close_began_leaving),
+        cmocka_unit_test(eager_assignment_served_after_the_close_began_leaving),
         cmocka_unit_test(eager_close_between_join_and_first_assignment),
         cmocka_unit_test(close_before_any_answer_ends_within_its_bound),
         cmocka_unit_test(first_assignment_timeout_zero_is_refused),

@@ -217,8 +217,14 @@ RL_EXTERN rd_kafka_t *rl_consumer_kafka(rl_consumer_t *c);
  * first_assignment_timeout_ms, 5 s by default) before leaving: destroying it in between aborts
  * there (librdkafka issue 4312). If none comes although the group answered the join, the
  * librdkafka handle is left undestroyed and on_error says so; if the group never answered
- * (a cluster out of reach), the close just goes on. Errors: RL_EINVAL, RL_ESTATE (not the loop
- * thread), RL_ECLOSED (already closing). */
+ * (a cluster out of reach), the close just goes on. An assignment librdkafka had already
+ * queued when the close asked it to leave (it takes it as an unassign) is reported and, under
+ * the eager protocol, released at once; none of its messages is handled or committed. On
+ * librdkafka before 2.4.0 a cooperative-sticky consumer whose such assignment is empty (the
+ * first one of a consumer joining a busy group) never finishes librdkafka's close (librdkafka
+ * issue 4527): the close ends without it, the handle is left undestroyed, on_error says so,
+ * and the group drops the member when session.timeout.ms has passed. Errors: RL_EINVAL,
+ * RL_ESTATE (not the loop thread), RL_ECLOSED (already closing). */
 RL_EXTERN int rl_consumer_close(rl_consumer_t *c, rl_consumer_close_cb cb);
 
 /* --- statistics (loop thread) --- */
