@@ -101,7 +101,9 @@ struct rl_consumer {
     rd_kafka_queue_t *q;             /* its consumer queue (the main queue is forwarded to it) */
     rd_kafka_t *dlq; /* the dead-letter producer, NULL without a dead-letter topic */
     rd_kafka_queue_t *dlq_q;
-    int dlq_enabled; /* 0 when opts.dlq_topic is "" */
+    rd_kafka_conf_t *dlq_conf;  /* a copy of its configuration, for a replacement */
+    uint64_t dlq_restart_at_ms; /* no replacement before then (one per dlq_retry_ms) */
+    int dlq_enabled;            /* 0 when opts.dlq_topic is "" */
 
     uv_async_t wake;  /* librdkafka's queues have something, or a batch was cut short */
     uv_timer_t timer; /* the safety net: polls, commits, dead-letter retries, paused partitions */

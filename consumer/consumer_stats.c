@@ -90,9 +90,11 @@ int rl_consumer_stats_json(rl_consumer_t *c, char *buf, size_t cap, size_t *len)
                  ",\"stale\":%" PRIu64 ",\"returned\":%" PRIu64 ",\"pauses\":%" PRIu64
                  ",\"resumes\":%" PRIu64 ",\"assigned\":%" PRIu64 ",\"revoked\":%" PRIu64
                  ",\"lost\":%" PRIu64 ",\"revoke_timeouts\":%" PRIu64 ",\"abandoned\":%" PRIu64
-                 ",\"commits\":%" PRIu64 ",\"commit_failures\":%" PRIu64 ",\"partition\":[",
+                 ",\"commits\":%" PRIu64 ",\"commit_failures\":%" PRIu64
+                 ",\"dlq_producer_restarts\":%" PRIu64 ",\"partition\":[",
                  s.stale, s.returned, s.pauses, s.resumes, s.assigned, s.revoked, s.lost,
-                 s.revoke_timeouts, s.abandoned, s.commits, s.commit_failures);
+                 s.revoke_timeouts, s.abandoned, s.commits, s.commit_failures,
+                 s.dlq_producer_restarts);
     for (size_t i = 0; i < n; i++) {
         const rl_consumer_partition_stats *e = &ps[i];
         rl__json_put(&o, "%s{\"topic\":", i ? "," : "");

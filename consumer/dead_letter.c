@@ -167,13 +167,23 @@ int rl__dlq_conf(const rd_kafka_conf_t *conf, rd_kafka_conf_t **out, char *err, 
 
 /* --- the producer --- */
 
+static void producer_set(rl_consumer_t *c, rd_kafka_t *rk)
+{
+    c->dlq = rk;
+    c->dlq_q = rd_kafka_queue_get_main(rk);
+    rd_kafka_queue_cb_event_enable(c->dlq_q, rl__wake_cb, c);
+}
+
 int rl__dlq_new(rl_consumer_t *c, rd_kafka_conf_t *conf)
 {
     char err[512];
     rd_kafka_conf_set_dr_msg_cb(conf, rl__dlq_delivered);
     rd_kafka_conf_set_opaque(conf, c);
-    c->dlq = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
-    if (!c->dlq) {
+    /* A copy for the producers that replace one a fatal error ended (rd_kafka_new takes conf);
+     * without memory for it there are none, and a fatal error stays (dlq_restart says so). */
+    c->dlq_conf = rd_kafka_conf_dup(conf);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+    if (!rk) {
         rd_kafka_conf_destroy(conf);
         rl__consumer_error(c, RD_KAFKA_RESP_ERR__INVALID_ARG, "dead-letter producer: %s", err);
         return rl_error_detail_set(RL_EKAFKA,
@@ -181,8 +191,7 @@ int rl__dlq_new(rl_consumer_t *c, rd_kafka_conf_t *conf)
                                    "dead-letter producer: %s",
                                    err);
     }
-    c->dlq_q = rd_kafka_queue_get_main(c->dlq);
-    rd_kafka_queue_cb_event_enable(c->dlq_q, rl__wake_cb, c);
+    producer_set(c, rk);
     return 0;
 }
 
@@ -274,7 +283,6 @@ void rl__dead_letter(rl_consumer_t *c, rl__cjob *j)
 
 void rl__dlq_delivered(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
-    (void)rk;
     rl_consumer_t *c = opaque;
     rl__cjob *j = m->_private;
     rl__part *p = j->part;
@@ -282,7 +290,10 @@ void rl__dlq_delivered(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque
     if (now && p->dlq_in_flight)
         p->dlq_in_flight--;
     if (m->err && now && !c->closing) {
-        retry_later(c, j, m->err);
+        if (rk != c->dlq)
+            j->retry_at_ms = 1; /* a replaced producer's: the new one produces it (restart) */
+        else
+            retry_later(c, j, m->err);
         return;
     }
     unlink_job(c, j);
@@ -295,9 +306,78 @@ void rl__dlq_delivered(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque
     rl__cjob_free(j);
 }
 
+/* Produces again, at once, every dead letter waiting for a retry (after a restart). */
+static void produce_waiting(rl_consumer_t *c)
+{
+    for (rl__cjob *j = c->dead_letters, *next; j; j = next) {
+        next = j->next;
+        if (!j->retry_at_ms)
+            continue;
+        if (!current(j)) {
+            unlink_job(c, j);
+            rl__cjob_free(j);
+        } else {
+            produce(c, j);
+        }
+    }
+}
+
+/* A producer that reported a fatal error (with the default enable.idempotence=true, e.g. a
+ * Produce answered OUT_OF_ORDER_SEQUENCE_NUMBER) fails every produce from then on. It is
+ * replaced by a new one made from a copy of the same configuration, at most once per
+ * dlq_retry_ms (a configuration that keeps failing does not spin). The old one's messages are
+ * purged and their delivery reports served here: a dead letter it delivered completes as
+ * usual, any other goes to the new producer, so none is lost (its offset stays unfinished
+ * until a report of delivery) and none completes twice (a job has one produce at a time). One
+ * in flight when the old producer was purged may reach the topic twice: the dead-letter topic
+ * is at-least-once. */
+static void restart(rl_consumer_t *c)
+{
+    char reason[256] = "";
+    rd_kafka_resp_err_t fatal = rd_kafka_fatal_error(c->dlq, reason, sizeof reason);
+    c->dlq_restart_at_ms = rl__now_ms() + c->opts.dlq_retry_ms;
+    char err[512] = "no copy of its configuration (out of memory)";
+    rd_kafka_conf_t *conf = c->dlq_conf ? rd_kafka_conf_dup(c->dlq_conf) : NULL;
+    rd_kafka_t *fresh = conf ? rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err) : NULL;
+    if (!fresh) {
+        if (conf)
+            rd_kafka_conf_destroy(conf);
+        rl__consumer_error(c, fatal,
+                           "dead-letter producer: fatal error (%s), and no new one: %s; tried "
+                           "again in %u ms",
+                           reason, err, (unsigned)c->opts.dlq_retry_ms);
+        return;
+    }
+    rl__consumer_error(c, fatal,
+                       "dead-letter producer: fatal error (%s): replaced by a new one made from "
+                       "the same configuration, which produces the waiting dead letters again",
+                       reason);
+    rd_kafka_t *old = c->dlq;
+    rd_kafka_queue_cb_event_enable(c->dlq_q, NULL, NULL);
+    rd_kafka_queue_destroy(c->dlq_q);
+    producer_set(c, fresh);
+    c->stats.dlq_producer_restarts++;
+    /* The old producer's messages come back as failed delivery reports (retried on the new
+     * one); the wait is bounded: it has no broker round trip left to wait for. */
+    rd_kafka_purge(old, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    for (int i = 0; i < 100 && rd_kafka_outq_len(old) > 0; i++)
+        rd_kafka_poll(old, 10);
+    rd_kafka_destroy(old);
+    /* A report the old one never gave: its dead letter goes to the new one too. */
+    for (rl__cjob *j = c->dead_letters; j; j = j->next)
+        if (!j->retry_at_ms) {
+            if (current(j) && j->part->dlq_in_flight)
+                j->part->dlq_in_flight--;
+            j->retry_at_ms = 1;
+        }
+    produce_waiting(c);
+}
+
 void rl__dlq_retry(rl_consumer_t *c)
 {
     uint64_t now = rl__now_ms();
+    if (c->dlq && now >= c->dlq_restart_at_ms && rd_kafka_fatal_error(c->dlq, NULL, 0))
+        restart(c);
     for (rl__cjob *j = c->dead_letters, *next; j; j = next) {
         next = j->next;
         if (!j->retry_at_ms || j->retry_at_ms > now)
@@ -354,6 +434,10 @@ void rl__dlq_close(rl_consumer_t *c, uint32_t flush_ms)
         rd_kafka_destroy(c->dlq);
         c->dlq = NULL;
         c->dlq_q = NULL;
+    }
+    if (c->dlq_conf) {
+        rd_kafka_conf_destroy(c->dlq_conf);
+        c->dlq_conf = NULL;
     }
     while (c->dead_letters) {
         rl__cjob *j = c->dead_letters;

@@ -280,6 +280,7 @@ typedef struct cthread {
     long errors;            /* on_error calls (under mu) */
     void *user;
     rl_consumer_rebalance_cb rebalance_hook; /* the test's, called after the count (may be NULL) */
+    rl_consumer_error_cb error_hook;         /* the same for on_error */
 } cthread;
 
 static void ct_rebalance(rl_consumer_t *c, int event, const rd_kafka_topic_partition_list_t *l)
@@ -313,6 +314,8 @@ static void ct_error(rl_consumer_t *c, rd_kafka_resp_err_t err, const char *reas
     uv_mutex_unlock(&t->mu);
     if (getenv("RINGLANE_TEST_VERBOSE"))
         fprintf(stderr, "consumer error: %s: %s\n", rd_kafka_err2name(err), reason);
+    if (t->error_hook)
+        t->error_hook(c, err, reason);
 }
 
 /* The counters as close left them (after the last revoke and every late completion). */

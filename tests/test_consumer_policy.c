@@ -9,6 +9,8 @@
 
 /* --- dead letters --- */
 
+#define API_PRODUCE 0 /* the Kafka protocol's ApiKey of Produce */
+
 typedef struct dlq_ctx {
     checker ck;
     atomic_int poison_calls;
@@ -129,6 +131,95 @@ static void poison_goes_to_dlq(void **state)
     assert_true(f.poison_there); /* the headers point at the message itself */
 
     /* Everything, the poison included, is committed. */
+    int64_t committed[2], low, high;
+    committed_offsets(&k, group, topic, 2, committed);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(rd_kafka_query_watermark_offsets(p.rk, topic, i, &low, &high, 10000), 0);
+        assert_int_equal(committed[i], high);
+    }
+    producer_stop(&p);
+    ct_free(&t);
+    checker_free(&x.ck);
+}
+
+/* When each dead-letter producer was replaced (on_error says so), in seconds (now_s). */
+static double restarts_at[8];
+static atomic_int restarts_seen;
+
+static void note_restart(rl_consumer_t *c, rd_kafka_resp_err_t err, const char *reason)
+{
+    (void)c;
+    (void)err;
+    if (strstr(reason, "dead-letter producer: fatal error") && strstr(reason, "replaced")) {
+        int i = atomic_fetch_add(&restarts_seen, 1);
+        if (i < 8)
+            restarts_at[i] = now_s();
+    }
+}
+
+/* The default dead-letter producer is idempotent: a Produce answered OUT_OF_ORDER_SEQUENCE_NUMBER
+ * is a fatal error for it, and it fails every produce from then on. The consumer replaces it by
+ * a new one made from the same configuration and produces the waiting dead letter again, at
+ * most once per dlq_retry_ms. Here the first three producers each meet one such answer (one
+ * Produce each: one dead letter): three restarts, each at least dlq_retry_ms after the one
+ * before (less 5 ms for the clocks' rounding; without the bound they follow as fast as a new
+ * producer meets its answer, 10 ms to 1.2 s measured), then the dead letter is delivered and
+ * counted once, and everything is committed. The old consumer retried on the dead producer
+ * forever: no dead letter, commits stuck below the poison. */
+static void dlq_producer_replaced_after_a_fatal_error(void **state)
+{
+    (void)state;
+    const char *topic = "poison-fatal", *group = "g-poison-fatal";
+    enum { KEYS = 6, PER_KEY = 10, POISON_KEY = 2, FATAL = 3, RETRY_MS = 1500 };
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, 2, 1), 0);
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, "poison-fatal.dlq", 1, 1), 0);
+    producer p;
+    producer_start(&p, &k);
+    for (int s = 0; s < PER_KEY; s++)
+        for (int key = 0; key < KEYS; key++) {
+            produce_seq(&p, topic, key, s);
+            if (key == POISON_KEY && s == PER_KEY / 2) {
+                char kk[16];
+                int kl = msg_key(key, kk, sizeof kk);
+                produce_raw(&p, topic, kk, (size_t)kl, "poison", 6);
+            }
+        }
+    producer_flush(&p);
+    /* From now on only the dead-letter producers produce. */
+    rd_kafka_resp_err_t errs[FATAL];
+    for (int i = 0; i < FATAL; i++)
+        errs[i] = RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
+    rd_kafka_mock_push_request_errors_array(k.mock, API_PRODUCE, FATAL, errs);
+
+    dlq_ctx x;
+    checker_init(&x.ck, KEYS);
+    atomic_init(&x.poison_calls, 0);
+    const char *topics[] = {topic};
+    cthread t;
+    ct_init(&t, consumer_conf(&k, group, "cooperative-sticky"), topics, 1, poison_handler, &x);
+    t.opts.dispatch.max_attempts = 2;
+    t.opts.dlq_retry_ms = RETRY_MS;
+    t.error_hook = note_restart;
+    atomic_store(&restarts_seen, 0);
+    assert_rl_ok(ct_start(&t));
+    WAIT_FOR(checker_complete(&x.ck, PER_KEY) == KEYS * PER_KEY && ct_dead_letters(&t) == 1, 60);
+    assert_rl_ok(ct_command(&t, CMD_STATS, NULL));
+    ct_stop(&t);
+    assert_int_equal(checker_complete(&x.ck, PER_KEY), KEYS * PER_KEY);
+    assert_int_equal(atomic_load(&x.ck.violations), 0);
+    assert_int_equal(t.dead_letters, 1);
+    assert_int_equal(t.last.dead_lettered, 1);
+    assert_int_equal(t.last.dlq_producer_restarts, FATAL);
+    assert_non_null(strstr(t.stats, ",\"dlq_producer_restarts\":3,"));
+    assert_int_equal(atomic_load(&restarts_seen), FATAL);
+    for (int i = 1; i < FATAL; i++)
+        if (restarts_at[i] - restarts_at[i - 1] < (RETRY_MS - 5) / 1000.0)
+            fail_msg("restart %d came %.3f s after the one before, under dlq_retry_ms", i + 1,
+                     restarts_at[i] - restarts_at[i - 1]);
+
+    dlq_seen d = {0};
+    assert_true(read_topic(&k, "poison-fatal.dlq", 1, note_dead, &d) >= 1);
+    assert_string_equal(d.value, "poison");
     int64_t committed[2], low, high;
     committed_offsets(&k, group, topic, 2, committed);
     for (int i = 0; i < 2; i++) {
@@ -394,6 +485,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(poison_goes_to_dlq),
+        cmocka_unit_test(dlq_producer_replaced_after_a_fatal_error),
         cmocka_unit_test(malformed_messages_follow_the_policy),
         cmocka_unit_test(revoke_waits_for_in_flight),
         cmocka_unit_test(revoke_timeout_commits_the_watermark_only),

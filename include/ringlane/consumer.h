@@ -48,7 +48,10 @@
  * dead-letter topic acknowledged it. If that produce fails, it is produced again every
  * dlq_retry_ms while the partition keeps flowing (until its window fills and it pauses); its
  * offset is never committed meanwhile, so a revoke or crash hands it to the next owner, which
- * dead-letters it again.
+ * dead-letters it again. A dead-letter producer that reports a fatal error (the default one is
+ * idempotent: OUT_OF_ORDER_SEQUENCE_NUMBER is fatal to it) is replaced by a new one made from
+ * the same configuration, at most once per dlq_retry_ms, which produces the waiting dead
+ * letters again (on_error says so; dlq_producer_restarts counts it).
  *
  * Bad input: a message without a key (NULL or empty) is, by default, dispatched under a key
  * that stands for its partition, so keyless messages keep their partition's order among
@@ -261,6 +264,7 @@ typedef struct rl_consumer_stats {
     uint64_t abandoned; /* asynchronous messages in flight such a revoke (or a loss) let go:
                            their tickets answer RL_ESTALE */
     uint64_t commits, commit_failures;
+    uint64_t dlq_producer_restarts; /* dead-letter producers replaced after a fatal error */
 } rl_consumer_stats;
 
 /* Fills *out and up to cap partition entries (assigned partitions); *n (may be NULL) gets how
