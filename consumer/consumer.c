@@ -326,6 +326,7 @@ static int check_options(const rl_consumer_options *o)
                        : !o->window             ? "window"
                        : !o->pending_max        ? "pending_max"
                        : !o->poll_batch         ? "poll_batch"
+                       : !o->revoke_timeout_ms  ? "revoke_timeout_ms"
                        : !o->commit_interval_ms ? "commit_interval_ms"
                        : !o->dlq_retry_ms       ? "dlq_retry_ms"
                                                 : NULL;
@@ -357,6 +358,23 @@ static int set(rd_kafka_conf_t *conf, const char *what, const char *name, const 
                                err);
 }
 
+/* The topics as a detail names them: each quoted (cut, escaped), the first SUBSCRIPTION_NAMED
+ * of them, then how many more (librdkafka does not say which one it refused). */
+#define SUBSCRIPTION_NAMED 4
+
+static void topics_named(const rl_consumer_options *o, char *buf, size_t size)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < o->topic_count && i < SUBSCRIPTION_NAMED && n < size; i++) {
+        char q[RL__QUOTE_SIZE];
+        int w = snprintf(buf + n, size - n, "%s%s", i ? ", " : "", rl__quote(q, o->topics[i]));
+        n += w > 0 ? (size_t)w : 0;
+    }
+    if (o->topic_count > SUBSCRIPTION_NAMED && n < size)
+        snprintf(buf + n, size - n, " and %zu more", o->topic_count - SUBSCRIPTION_NAMED);
+}
+
 static int subscribe(rl_consumer_t *c, const rl_consumer_options *o)
 {
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)o->topic_count);
@@ -365,9 +383,11 @@ static int subscribe(rl_consumer_t *c, const rl_consumer_options *o)
     rd_kafka_resp_err_t err = rd_kafka_subscribe(c->rk, l);
     rd_kafka_topic_partition_list_destroy(l);
     if (err) {
+        char named[SUBSCRIPTION_NAMED * (RL__QUOTE_SIZE + 2) + 32];
+        topics_named(o, named, sizeof named);
         rl__consumer_error(c, err, "subscribe");
-        return rl_error_detail_set(RL_EKAFKA, "topics: librdkafka refused the subscription: %s",
-                                   rd_kafka_err2str(err));
+        return rl_error_detail_set(RL_EKAFKA, "topics %s: librdkafka refused the subscription: %s",
+                                   named, rd_kafka_err2str(err));
     }
     return 0;
 }

@@ -108,6 +108,7 @@ static void new_refuses_bad_options(void **state)
     REFUSED(RL_EINVAL, "window 16777217", "16777216", o.window = (1u << 24) + 1);
     REFUSED(RL_EINVAL, "pending_max 0", "", o.pending_max = 0);
     REFUSED(RL_EINVAL, "poll_batch 0", "", o.poll_batch = 0);
+    REFUSED(RL_EINVAL, "revoke_timeout_ms 0", "1..4294967295", o.revoke_timeout_ms = 0);
     REFUSED(RL_EINVAL, "commit_interval_ms 0", "", o.commit_interval_ms = 0);
     REFUSED(RL_EINVAL, "dlq_retry_ms 0", "", o.dlq_retry_ms = 0);
     /* The dispatcher's callbacks are the consumer's own. */
@@ -161,9 +162,23 @@ static void new_refuses_bad_options(void **state)
         conf_set_ok(o.dlq_conf, "enable.idempotence", "false");
     });
 
-    /* ... and the subscription. */
-    static const char *const bad_regex[] = {"^["};
-    REFUSED(RL_EKAFKA, "topics: librdkafka refused the subscription: ", "", o.topics = bad_regex);
+    /* ... and the subscription, naming the topics: quoted, a long one cut, at most four. */
+    static const char *const bad_regex[] = {"^[unclosed"};
+    REFUSED(RL_EKAFKA,
+            "topics \"^[unclosed\": librdkafka refused the subscription: ", "Invalid argument",
+            o.topics = bad_regex);
+    static const char *const many[] = {
+        "orders",
+        "^[\"quoted",
+        "a-topic-name-of-72-bytes-which-is-longer-than-the-sixty-four-bytes-named",
+        "c",
+        "d",
+        "e"};
+    REFUSED(RL_EKAFKA,
+            "topics \"orders\", \"^[\\\"quoted\", "
+            "\"a-topic-name-of-72-bytes-which-is-longer-than-the-sixty-four-byt...\", \"c\" "
+            "and 2 more: librdkafka refused the subscription: ",
+            "", (o.topics = many, o.topic_count = 6));
 
     /* A success right after a refusal leaves no detail. */
     rl_consumer_options good;

@@ -231,6 +231,56 @@ static void dlq_producer_replaced_after_a_fatal_error(void **state)
     checker_free(&x.ck);
 }
 
+/* With no lane at all (each removed through rl_consumer_dispatcher), the consumer keeps the
+ * messages it polls, in order, and hands none to a handler (the dispatcher answers RL_ESTATE);
+ * once a lane is added they flow again, in order, and everything is committed. */
+static void no_lane_keeps_messages_until_one_is_added(void **state)
+{
+    (void)state;
+    const char *topic = "no-lane", *group = "g-no-lane";
+    enum { KEYS = 8, PER_KEY = 25, ALL = KEYS * PER_KEY };
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, 2, 1), 0);
+    dlq_ctx x;
+    checker_init(&x.ck, KEYS);
+    atomic_init(&x.poison_calls, 0);
+    const char *topics[] = {topic};
+    cthread t;
+    ct_init(&t, consumer_conf(&k, group, "cooperative-sticky"), topics, 1, poison_handler, &x);
+    t.opts.dispatch.lane_count = 1; /* "a" */
+    assert_rl_ok(ct_start(&t));
+    WAIT_FOR(ct_assigned(&t) == 2, 30);
+    assert_int_equal(ct_assigned(&t), 2);
+    assert_rl_ok(ct_command(&t, CMD_REMOVE_LANE, "a"));
+
+    producer p;
+    producer_start(&p, &k);
+    for (int s = 0; s < PER_KEY; s++)
+        for (int key = 0; key < KEYS; key++)
+            produce_seq(&p, topic, key, s);
+    producer_flush(&p);
+    WAIT_FOR((ct_command(&t, CMD_STATS, NULL), t.last.consumed == ALL), 30);
+    assert_int_equal(t.last.consumed, ALL);
+    assert_int_equal(t.last.dispatched, 0);
+    assert_int_equal(atomic_load(&x.ck.handled), 0);
+    assert_non_null(strstr(t.stats, "\"lanes\":0,"));
+
+    assert_rl_ok(ct_command(&t, CMD_ADD_LANE, "b"));
+    WAIT_FOR(checker_complete(&x.ck, PER_KEY) == ALL, 30);
+    ct_stop(&t);
+    assert_int_equal(checker_complete(&x.ck, PER_KEY), ALL);
+    assert_int_equal(atomic_load(&x.ck.violations), 0);
+    assert_int_equal(atomic_load(&x.ck.duplicates), 0);
+    int64_t committed[2], low, high;
+    committed_offsets(&k, group, topic, 2, committed);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(rd_kafka_query_watermark_offsets(p.rk, topic, i, &low, &high, 10000), 0);
+        assert_int_equal(committed[i], high);
+    }
+    producer_stop(&p);
+    ct_free(&t);
+    checker_free(&x.ck);
+}
+
 /* --- bad input --- */
 
 typedef struct bad_ctx {
@@ -486,6 +536,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(poison_goes_to_dlq),
         cmocka_unit_test(dlq_producer_replaced_after_a_fatal_error),
+        cmocka_unit_test(no_lane_keeps_messages_until_one_is_added),
         cmocka_unit_test(malformed_messages_follow_the_policy),
         cmocka_unit_test(revoke_waits_for_in_flight),
         cmocka_unit_test(revoke_timeout_commits_the_watermark_only),

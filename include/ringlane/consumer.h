@@ -31,8 +31,14 @@
  * Rebalance (eager and cooperative alike): for a revoked partition the queued messages are taken
  * back from the lanes (not processed here: the next owner reads them again), the ones in flight
  * are waited for up to revoke_timeout_ms, the watermark is committed synchronously, and only
- * then is the partition released. An assignment epoch makes completions that arrive after the
- * revoke count for nothing. Lost partitions (the group moved on without us) commit nothing.
+ * then is the partition released. The group may refuse that commit (ILLEGAL_GENERATION or
+ * REBALANCE_IN_PROGRESS, common when cooperative members come and go: the group has moved on)
+ * or not answer within revoke_timeout_ms: the partition is released all the same
+ * (commit_failures counts it, on_error says "commit failed" or "commit on revoke timed out"),
+ * and its next owner reads again from the last offset the group did commit, so messages handled
+ * since are handled twice (at-least-once). An assignment epoch makes completions that arrive
+ * after the revoke count for nothing. Lost partitions (the group moved on without us) commit
+ * nothing.
  * With a blocking handler the revoke waits inside librdkafka's rebalance callback. With an
  * asynchronous one it cannot (the completions may come from the loop it would block): the
  * callback takes the queued messages back and returns without releasing the partitions, the
@@ -158,7 +164,8 @@ typedef struct rl_consumer_options {
     uint32_t window;             /* offsets dispatched and unfinished per partition (65536) */
     uint32_t pending_max;        /* refused messages kept per partition before it pauses (16384) */
     uint32_t poll_batch;         /* messages per loop turn (500) */
-    uint32_t revoke_timeout_ms;  /* how long a revoke waits for in-flight messages (30000) */
+    uint32_t revoke_timeout_ms;  /* how long a revoke waits for in-flight messages, and then
+                                    for its commit (30000) */
     uint32_t commit_interval_ms; /* how often stored watermarks are committed (1000) */
     uint32_t dlq_retry_ms;       /* delay before a failed dead-letter produce is retried (1000) */
     /* How long a close before the consumer's first assignment waits for it (5000), with
@@ -179,9 +186,10 @@ RL_EXTERN void rl_consumer_options_init(rl_consumer_options *opts);
  * subscribed to the topics, and the dead-letter producer. Errors: RL_EINVAL (NULL argument, no
  * conf or topics; dlq_conf the same as conf; not exactly one of handler and async_handler; no
  * lanes with a blocking handler; a dispatch callback set; dispatch.workers with async_handler,
- * dispatch.job_timeout_ms with handler; a zero limit, first_assignment_timeout_ms
- * included; no group.id), RL_EKAFKA (librdkafka
- * refused the configuration or the subscription), the dispatcher's errors, RL_ENOMEM,
+ * dispatch.job_timeout_ms with handler; a zero limit: max_key_len, window, pending_max,
+ * poll_batch, revoke_timeout_ms, commit_interval_ms, dlq_retry_ms, first_assignment_timeout_ms;
+ * no group.id), RL_EKAFKA (librdkafka refused the configuration, or the subscription: the
+ * detail quotes the topics), the dispatcher's errors, RL_ENOMEM,
  * RL_ELOOP. On a refusal *out is NULL, both configurations are freed, and
  * rl_last_error_detail() says why: the option as written in C, its value, the reason ("conf: no
  * group.id (the consumer commits a group's offsets)"); the dispatcher's refusals come under
@@ -203,7 +211,10 @@ RL_EXTERN int rl_consumer_complete(rl_consumer_t *c, uint64_t ticket, int status
 RL_EXTERN void *rl_consumer_get_data(const rl_consumer_t *c);
 
 /* The consumer's dispatcher, for lane changes and its statistics (NULL for NULL). Its
- * loop-thread rules apply. Do not close it: rl_consumer_close does. */
+ * loop-thread rules apply. Do not close it: rl_consumer_close does. Every lane may be removed
+ * (the last one once idle): the consumer then keeps the messages it polls, in order, as for
+ * full lanes (a partition pauses at pending_max kept), hands none to the handler and commits
+ * nothing past them; when a lane is added they flow again, in order. */
 RL_EXTERN rl_dispatcher_t *rl_consumer_dispatcher(rl_consumer_t *c);
 
 /* The librdkafka consumer handle, for metadata and queries (NULL for NULL). Do not poll it,
@@ -214,7 +225,14 @@ RL_EXTERN rd_kafka_t *rl_consumer_kafka(rl_consumer_t *c);
  * does (waits for in-flight messages, commits the watermarks), leaves the group, then closes
  * the dispatcher (handler calls still running finish) and flushes the dead-letter producer
  * (up to revoke_timeout_ms). Leaving the group does not block the loop; the revoke's waits,
- * the final flush and librdkafka's destroy do, within their bounds. cb (may be NULL) runs when
+ * the final flush and librdkafka's destroy do, within their bounds: with a blocking handler a
+ * revoke (the close's too, and one of a cooperative rebalance under way when close is called)
+ * blocks the loop up to revoke_timeout_ms for the messages in flight and dead letters, then up
+ * to revoke_timeout_ms again for the answer to its commit, even with nothing in flight (a group
+ * in the middle of a rebalance may not answer sooner); with an asynchronous handler it waits
+ * for the messages without blocking, and only the dead letters and the commit block, each up to
+ * revoke_timeout_ms. So a close blocks the loop for at most 2 x revoke_timeout_ms per revoke,
+ * plus the final flush (revoke_timeout_ms) and rd_kafka_destroy. cb (may be NULL) runs when
  * everything has ended; the consumer is freed when it returns. On librdkafka before 2.3.0
  * with cooperative-sticky, a close before the consumer's first assignment waits for it (up to
  * first_assignment_timeout_ms, 5 s by default) before leaving: destroying it in between aborts
