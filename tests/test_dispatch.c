@@ -1208,6 +1208,55 @@ static void test_nested_take_tag_keeps_order(void **state)
     nested_take((const char *const[]){"B", "X", "Y"}, (const int[]){1, 2, 0, 3});
 }
 
+/* take_tag called from inside an on_done of a STOP close's final hand-back: like a take_tag
+ * nested in another's on_done, it first ends the hand-back's remaining jobs, its own tag's among
+ * them, and does not count them: it answers 0 although two jobs of its tag end during the call
+ * (in submission order, after the one whose on_done called it). */
+static size_t close_nested_count = 99;
+static int close_nested_before, close_nested_after;
+
+static void close_nested_on_done(rl_dispatcher_t *d, rl_dispatch_job *job, int outcome)
+{
+    ctx *c = rl_dispatch_get_data(d);
+    on_done(d, job, outcome);
+    if (job->data != &c->recs[1] || outcome != RL_DISPATCH_RETURNED)
+        return;
+    close_nested_before = c->ndone;
+    assert_rl_ok(rl_dispatch_take_tag(d, 1, &close_nested_count));
+    close_nested_after = c->ndone;
+}
+
+static void test_take_tag_inside_close_hand_back(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, A, 1);
+    o.on_done = close_nested_on_done;
+    start(c, &o);
+    gate_set(&c->g, false);
+    rec *first = new_rec(c, "k", 0);
+    first->gated = true;
+    assert_rl_ok(submit(c, first));
+    gate_wait_arrived(&c->g, 1);
+    const int64_t tags[] = {1, 2, 1, 1};
+    for (int i = 0; i < 4; i++)
+        assert_rl_ok(submit(c, new_rec(c, "k", tags[i])));
+    assert_rl_ok(rl_dispatch_close(c->d, RL_DISPATCH_STOP, on_closed));
+    gate_set(&c->g, true);
+    assert_int_equal(uv_run(&c->loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(c->closed, 1);
+    assert_int_equal(close_nested_count, 0);
+    assert_int_equal(close_nested_before, 2); /* job 0 done, job 1 handed back */
+    assert_int_equal(close_nested_after, 5);  /* jobs 2, 3, 4 ended inside the call */
+    for (int k = 0; k < 5; k++) {
+        assert_int_equal(c->done[k], k);
+        assert_int_equal(c->outcome[k], k ? RL_DISPATCH_RETURNED : RL_DISPATCH_DONE);
+    }
+    assert_int_equal(uv_loop_close(&c->loop), 0);
+    ctx_free(c);
+}
+
 static void test_take_tag_during_retry(void **state)
 {
     (void)state;
@@ -1624,6 +1673,7 @@ int main(void)
         cmocka_unit_test(test_take_and_wait_tag),
         cmocka_unit_test(test_take_tag_during_retry),
         cmocka_unit_test(test_nested_take_tag_keeps_order),
+        cmocka_unit_test(test_take_tag_inside_close_hand_back),
         cmocka_unit_test(test_fence_on_add),
         cmocka_unit_test(test_fence_on_remove),
         cmocka_unit_test(test_remove_last_lane),

@@ -149,6 +149,9 @@ static void change_errors(void **state)
     assert_refused(rl_ring_add(r, &bad, NULL), RL_EINVAL, "out NULL", "");
     rl_member unnamed = {.name = "", .weight = 1};
     assert_refused(rl_ring_add(r, &unnamed, &out), RL_ENAME, "member.name \"\"", "1..255");
+    rl_member nameless = {.name = NULL, .weight = 1};
+    assert_refused(rl_ring_add(r, &nameless, &out), RL_EINVAL, "member.name NULL",
+                   "every member needs a name");
     assert_refused(rl_ring_remove(r, NULL, &out), RL_EINVAL, "name NULL", "");
     assert_refused(rl_ring_remove(NULL, "a", &out), RL_EINVAL, "ring NULL", "");
     assert_refused(rl_ring_remove(r, "a", NULL), RL_EINVAL, "out NULL", "");

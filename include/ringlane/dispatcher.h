@@ -263,9 +263,12 @@ RL_EXTERN int rl_dispatch_complete(rl_dispatcher_t *d, uint64_t ticket, int stat
  * keys that finished before it looked end first (also when it is called from inside on_done). After
  * a close in RL_DISPATCH_STOP mode it hands back at once the tag's jobs the close would hand back
  * when it finishes; during a close in RL_DISPATCH_DRAIN mode it still hands back the tag's queued
- * jobs (they do not run). *count (may be NULL) gets how many this call took; called from inside
- * another take_tag's on_done, it does not count the outer call's jobs, which end before the ones it
- * takes. Submissions wait while it looks at the lanes. Loop thread only. */
+ * jobs (they do not run). *count (may be NULL) gets how many this call took. Called from inside
+ * an on_done of jobs being handed back (another take_tag's, or a STOP close's when it finishes),
+ * it first ends the rest of those jobs, its own tag's among them, in order, and does not count
+ * them: they end before the ones it takes. Inside a STOP close's final hand-back nothing is left
+ * to take, so it answers 0 although jobs of its tag end during the call. Submissions wait while
+ * it looks at the lanes. Loop thread only. */
 RL_EXTERN int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count);
 
 /* Waits up to timeout_ms (any value: UINT64_MAX waits without a limit) until no job with `tag`

@@ -71,9 +71,10 @@ typedef struct rl_ring_options {
 RL_EXTERN void rl_ring_options_init(rl_ring_options *opts);
 
 /* Builds a ring. `members` may be NULL when count is 0 (an empty ring: lookups say RL_EEMPTY).
- * opts NULL means rl_ring_options_init() defaults. Errors: RL_EINVAL (NULL out or members),
- * RL_EPROFILE, RL_EVNODES, RL_EWEIGHT, RL_ENAME (empty or over RL_NAME_MAX; also zones),
- * RL_EDUPNAME, RL_ETOOBIG (over RL_MEMBERS_MAX or RL_POINTS_MAX), RL_ENOMEM. Profiles add:
+ * opts NULL means rl_ring_options_init() defaults. Errors: RL_EINVAL (NULL out, members NULL
+ * with count > 0, a member whose name is NULL), RL_EPROFILE, RL_EVNODES, RL_EWEIGHT, RL_ENAME
+ * (empty or over RL_NAME_MAX; also zones), RL_EDUPNAME, RL_ETOOBIG (over RL_MEMBERS_MAX or
+ * RL_POINTS_MAX), RL_ENOMEM. Profiles add:
  * ketama RL_ENAME for a HOST:PORT name (split at its last ':') with an empty host or a port
  * that is not 1..65535 in decimal (a name without ':' is a host on port 11211, whatever its
  * characters, as libmemcached takes it: ketama checks no host name); maglev
