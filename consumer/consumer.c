@@ -101,6 +101,7 @@ static void on_handle_closed(uv_handle_t *h)
     if (c->close_cb)
         c->close_cb(c);
     uv_mutex_destroy(&c->wake_mu);
+    uv_mutex_destroy(&c->watch.mu);
     rl__map_free(c);
     free((void *)c->opts.dlq_topic);
     free(c);
@@ -439,6 +440,13 @@ static int kafka_new(rl_consumer_t *c, const rl_consumer_options *o)
         return rc;
     }
     c->coop_destroy_hazard = coop_destroy_hazard(conf);
+    if (o->offset_map_max_bytes && rl__group_watch_install(c, conf) != 0) {
+        rd_kafka_conf_destroy(conf);
+        if (dconf)
+            rd_kafka_conf_destroy(dconf);
+        return rl_error_detail_set(RL_EKAFKA, "conf: librdkafka refused the consumer's "
+                                              "interceptor (it watches the group's joins)");
+    }
     rd_kafka_conf_set_rebalance_cb(conf, rl__rebalance_cb);
     rd_kafka_conf_set_offset_commit_cb(conf, rl__commit_cb);
     rd_kafka_conf_set_error_cb(conf, on_kafka_error);
@@ -493,11 +501,15 @@ int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_
         rc = rl_error_detail_set(RL_ENOMEM, "out of memory: the consumer");
     if (!rc && uv_mutex_init(&c->wake_mu) != 0) {
         rc = rl_error_detail_set(RL_ELOOP, "loop: uv_mutex_init failed for the consumer");
+    } else if (!rc && uv_mutex_init(&c->watch.mu) != 0) {
+        uv_mutex_destroy(&c->wake_mu);
+        rc = rl_error_detail_set(RL_ELOOP, "loop: uv_mutex_init failed for the consumer");
     } else if (!rc) {
         c->opts.offset_map_max_bytes = opts->offset_map_max_bytes;
         if (rl__map_init(c) != 0) {
             rl__map_free(c);
             uv_mutex_destroy(&c->wake_mu);
+            uv_mutex_destroy(&c->watch.mu);
             rc = rl_error_detail_set(RL_ENOMEM, "out of memory: the offset map's buffer");
         }
     }
@@ -575,6 +587,7 @@ int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_
                 uv_close((uv_handle_t *)&c->timer, on_handle_closed);
         } else {
             uv_mutex_destroy(&c->wake_mu);
+            uv_mutex_destroy(&c->watch.mu);
             rl__map_free(c);
             free((void *)c->opts.dlq_topic);
             free(c);

@@ -88,6 +88,19 @@ typedef struct rl__cjob {
     struct rl__cjob *sprev, *snext; /* in part->started */
 } rl__cjob;
 
+/* This consumer's JoinGroup and SyncGroup requests in flight (group_watch.c), written by
+ * librdkafka's broker threads under mu. */
+#define RL__GROUP_WATCH_MAX 8
+typedef struct rl__group_request {
+    int32_t broker;
+    int16_t api; /* JoinGroup or SyncGroup */
+} rl__group_request;
+typedef struct rl__group_watch {
+    uv_mutex_t mu;
+    rl__group_request v[RL__GROUP_WATCH_MAX];
+    int n;
+} rl__group_watch;
+
 /* A revoke of an asynchronous consumer, waiting for the partitions' messages in flight. */
 typedef struct rl__revoke {
     bool active;
@@ -150,6 +163,7 @@ struct rl_consumer {
     uint64_t next_commit_ms;       /* the next periodic commit */
     uint64_t commit_hold_until_ms; /* no periodic commit before: the group is rebalancing */
     bool commit_in_flight;         /* a periodic commit waits for its answer */
+    rl__group_watch watch;         /* periodic commits wait while a join is in flight */
 
     rl_consumer_stats stats;
 };
@@ -189,6 +203,10 @@ void rl__commit_maps(rl_consumer_t *c); /* with the offset map: the periodic com
 void rl__revoke_timer_cb(uv_timer_t *t);
 void rl__revoke_kick(rl_consumer_t *c); /* a job of a revoking partition ended: look again */
 void rl__revoke_free(rl_consumer_t *c);
+
+/* group_watch.c: the group's joins in flight (librdkafka interceptors) */
+int rl__group_watch_install(rl_consumer_t *c, rd_kafka_conf_t *conf); /* RL_EKAFKA */
+bool rl__group_joining(rl_consumer_t *c);
 
 /* partition_map.c: the offset map of each partition */
 int rl__map_init(rl_consumer_t *c); /* RL_ENOMEM */

@@ -249,7 +249,8 @@ static bool add_commit(rl_consumer_t *c, rl__part *p, rd_kafka_topic_partition_l
 void rl__commit_maps(rl_consumer_t *c)
 {
     uint64_t now = rl__now_ms();
-    if (now < c->next_commit_ms || c->commit_in_flight || now < c->commit_hold_until_ms)
+    if (now < c->next_commit_ms || c->commit_in_flight || now < c->commit_hold_until_ms ||
+        rl__group_joining(c))
         return;
     c->next_commit_ms = now + c->opts.commit_interval_ms;
     rd_kafka_topic_partition_list_t *l = NULL;

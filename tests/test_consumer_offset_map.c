@@ -794,6 +794,60 @@ static void refused_maps_are_dropped(void **state)
     checker_free(&x.ck);
 }
 
+/* --- periodic commits and the group's joins --- */
+
+/* Two cooperative-sticky consumers; messages keep coming and completing, so consumer A's maps
+ * change at every periodic commit (every 50 ms). When B joins, A rejoins the group while it
+ * keeps its partitions; a commit sent then waits behind A's JoinGroup at the coordinator and
+ * comes back ILLEGAL_GENERATION, which makes librdkafka 2.0 declare A's whole assignment lost.
+ * The consumer holds its periodic commits while a join of its own is in flight: no partition
+ * is lost, and every message is handled in order. */
+static void periodic_commits_wait_for_the_group_join(void **state)
+{
+    (void)state;
+    const char *topic = "om-join", *group = "g-om-join";
+    enum { PARTS = 4, KEYS = 40, ROUNDS = 60 };
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, PARTS, 1), 0);
+    static om_ctx x;
+    om_init(&x, KEYS);
+    const char *topics[] = {topic};
+    cthread a, b;
+    om_thread(&a, &x, group, "cooperative-sticky", topics);
+    a.opts.commit_interval_ms = 50;
+    assert_rl_ok(ct_start(&a));
+    WAIT_FOR(ct_assigned(&a) == PARTS, 60);
+    producer p;
+    producer_start(&p, &k);
+    for (int s = 0; s < ROUNDS; s++) {
+        for (int key = 0; key < KEYS; key++)
+            produce_seq(&p, topic, key, s);
+        rd_kafka_flush(p.rk, 10000);
+        if (s == ROUNDS / 3) {
+            om_thread(&b, &x, group, "cooperative-sticky", topics);
+            b.opts.commit_interval_ms = 50;
+            assert_rl_ok(ct_start(&b));
+        }
+        sleep_ms(50); /* about 3 s in all: commits go on through the rebalance */
+    }
+    producer_flush(&p);
+    producer_stop(&p);
+    WAIT_FOR(checker_complete(&x.ck, ROUNDS) == KEYS * ROUNDS && ct_assigned(&b) > 0, 60);
+    ct_stop(&b);
+    ct_stop(&a);
+    assert_int_equal(checker_complete(&x.ck, ROUNDS), KEYS * ROUNDS);
+    assert_int_equal(atomic_load(&x.ck.violations), 0);
+    assert_true(b.last.assigned > 0); /* the rebalance happened */
+    print_message("  A: %llu commits, %llu refused, lost %llu; B: %llu commits, lost %llu\n",
+                  (unsigned long long)a.last.commits, (unsigned long long)a.last.commit_failures,
+                  (unsigned long long)a.last.lost, (unsigned long long)b.last.commits,
+                  (unsigned long long)b.last.lost);
+    assert_int_equal(a.last.lost, 0);
+    assert_int_equal(b.last.lost, 0);
+    ct_free(&a);
+    ct_free(&b);
+    checker_free(&x.ck);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -805,6 +859,7 @@ int main(void)
         cmocka_unit_test(bad_metadata_is_reported_and_ignored),
         cmocka_unit_test(map_off_handles_everything_above_the_watermark_again),
         cmocka_unit_test(refused_maps_are_dropped),
+        cmocka_unit_test(periodic_commits_wait_for_the_group_join),
     };
     if (getenv("RINGLANE_TEST_FILTER"))
         cmocka_set_test_filter(getenv("RINGLANE_TEST_FILTER"));
