@@ -298,7 +298,7 @@ int rl__offset_map_decode(const char *text, size_t len, rl__offset_map *out, con
         return fail(out, why, RL__OFFSET_MAP_FOREIGN, "not a ringlane offset map");
     if (version != RL__OFFSET_MAP_VERSION || text[plen] == '0')
         return fail(out, why, RL__OFFSET_MAP_OTHER_VERSION,
-                    "an offset map of another version (this consumer reads version 1)");
+                    "an offset map of a version other than 1");
     at++;
     size_t tlen = len - at;
     uint8_t *body = malloc(tlen * 3 / 4 + 1);

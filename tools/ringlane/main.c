@@ -16,8 +16,9 @@ static const char usage[] =
     "  stats     each node's arc share and the spread of the ring\n"
     "  hash      hash strings with one of ringlane's hash functions\n"
     "  profiles  list the ring profiles (profiles NAME: one in full)\n"
-    "route, diff and stats take --json. 'ringlane COMMAND --help' gives a command's\n"
-    "options, 'man ringlane' the manual. Exit status 2 means bad arguments.\n";
+    "  offsets   decode the offset maps the ordered consumer commits\n"
+    "route, diff, stats and offsets take --json. 'ringlane COMMAND --help' gives a\n"
+    "command's options, 'man ringlane' the manual. Exit status 2 means bad arguments.\n";
 
 static const struct {
     const char *name;
@@ -25,6 +26,7 @@ static const struct {
 } commands[] = {
     {"route", cmd_route}, {"diff", cmd_diff}, {"table", cmd_table},
     {"stats", cmd_stats}, {"hash", cmd_hash}, {"profiles", cmd_profiles},
+    {"offsets", cmd_offsets},
 };
 
 int main(int argc, char **argv)
