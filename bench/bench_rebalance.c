@@ -373,15 +373,14 @@ static result run(const char *strategy, uint32_t map_bytes, unsigned seed, int i
         for (int i = 0; i < 2; i++) {
             const rl_consumer_stats *st = i ? &b.last : &a.last;
             printf("  %c: consumed %" PRIu64 " dispatched %" PRIu64 " done %" PRIu64
-                   " skipped %" PRIu64 " refetched %" PRIu64 " stale %" PRIu64
-                   " returned %" PRIu64 " pauses %" PRIu64 " assigned %" PRIu64
-                   " revoked %" PRIu64 " lost %" PRIu64 " revoke_timeouts %" PRIu64
-                   " abandoned %" PRIu64 " commits %" PRIu64 " failures %" PRIu64
-                   " rejected %" PRIu64 "\n",
+                   " skipped %" PRIu64 " refetched %" PRIu64 " stale %" PRIu64 " returned %" PRIu64
+                   " pauses %" PRIu64 " assigned %" PRIu64 " revoked %" PRIu64 " lost %" PRIu64
+                   " revoke_timeouts %" PRIu64 " abandoned %" PRIu64 " commits %" PRIu64
+                   " failures %" PRIu64 " rejected %" PRIu64 "\n",
                    i ? 'B' : 'A', st->consumed, st->dispatched, st->done, st->skipped,
                    st->refetched, st->stale, st->returned, st->pauses, st->assigned, st->revoked,
-                   st->lost, st->revoke_timeouts, st->abandoned, st->commits,
-                   st->commit_failures, st->offset_map_rejected);
+                   st->lost, st->revoke_timeouts, st->abandoned, st->commits, st->commit_failures,
+                   st->offset_map_rejected);
         }
     printf("%-18s %-4s seed %-3u handled %6ld  duplicates %6ld  lost %ld  order violations %ld  "
            "dead %ld  skipped %6ld  restart would redo %6ld  (poison k%d, B after %.2f s, "

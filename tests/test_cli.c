@@ -728,10 +728,10 @@ static int lines_over(const char *s, size_t width)
 static void help_everywhere(void **state)
 {
     (void)state;
-    const char *cmds[] = {"--help",          "route --help",       "diff --help",
-                          "table --help",    "stats --help",       "hash --help",
-                          "profiles --help", "route --nodes a -h", "offsets --help",
-                          "offsets decode --help"};
+    const char *cmds[] = {
+        "--help",         "route --help",         "diff --help",     "table --help",
+        "stats --help",   "hash --help",          "profiles --help", "route --nodes a -h",
+        "offsets --help", "offsets decode --help"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         run_result r = run(cmds[i], "");
         assert_int_equal(r.status, 0);
@@ -1035,7 +1035,8 @@ static void bash_completion(void **state)
 static void offsets_decode(void **state)
 {
     (void)state;
-    run_result r = run("offsets decode ringlane1:AegHCuwDLa64mQ ringlane1:AOgH6QcB8wMB9AOW2I1M", "");
+    run_result r =
+        run("offsets decode ringlane1:AegHCuwDLa64mQ ringlane1:AOgH6QcB8wMB9AOW2I1M", "");
     assert_int_equal(r.status, 0);
     assert_string_equal(r.out, "base 1000 (the committed offset), 7 complete offsets up to 1009 "
                                "(bitmap, 24 bytes): 1002-1003 1005-1009\n"

@@ -79,8 +79,9 @@ int cmd_offsets(int argc, char **argv)
     if (argc < 2)
         return cli_usage_error(cmd, "missing subcommand: decode (see ringlane offsets --help)");
     if (strcmp(argv[1], "decode") != 0)
-        return cli_usage_error(cmd, "unknown subcommand '%s': decode (see ringlane offsets "
-                                    "--help)",
+        return cli_usage_error(cmd,
+                               "unknown subcommand '%s': decode (see ringlane offsets "
+                               "--help)",
                                argv[1]);
     int json = 0, nrest = 0;
     char **texts = calloc((size_t)argc, sizeof *texts);

@@ -24,8 +24,8 @@ static const struct {
     const char *name;
     int (*run)(int, char **);
 } commands[] = {
-    {"route", cmd_route}, {"diff", cmd_diff}, {"table", cmd_table},
-    {"stats", cmd_stats}, {"hash", cmd_hash}, {"profiles", cmd_profiles},
+    {"route", cmd_route},     {"diff", cmd_diff}, {"table", cmd_table},
+    {"stats", cmd_stats},     {"hash", cmd_hash}, {"profiles", cmd_profiles},
     {"offsets", cmd_offsets},
 };
 
