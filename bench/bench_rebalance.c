@@ -268,6 +268,8 @@ static void member_start(member *mb, const char *group, const char *strategy, ui
     mb->opts.dispatch.backoff_ms = 200;
     mb->opts.dispatch.backoff_max_ms = 1000;
     mb->opts.offset_map_max_bytes = map_bytes;
+    if (getenv("RINGLANE_BENCH_COMMIT_MS")) /* the consumer's default: 1000 */
+        mb->opts.commit_interval_ms = (uint32_t)atoi(getenv("RINGLANE_BENCH_COMMIT_MS"));
     atomic_init(&mb->close_now, false);
     atomic_init(&mb->started, 0);
     if (uv_thread_create(&mb->thread, member_main, mb) != 0)

@@ -147,6 +147,7 @@ static void start_leaving(rl_consumer_t *c)
         for (int32_t k = 0; k < c->topics[i]->nparts; k++)
             if (c->topics[i]->parts[k])
                 rl__msgq_clear(&c->topics[i]->parts[k]->pending);
+    rl__commit_before_leaving(c);
     rd_kafka_error_t *error = rd_kafka_consumer_close_queue(c->rk, c->q);
     if (error) {
         rl__consumer_error(c, rd_kafka_error_code(error), "close: %s",

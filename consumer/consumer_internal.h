@@ -200,6 +200,11 @@ void rl__commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                    rd_kafka_topic_partition_list_t *offsets, void *opaque);
 void rl__store_watermarks(rl_consumer_t *c);
 void rl__commit_maps(rl_consumer_t *c); /* with the offset map: the periodic commit */
+/* With the offset map, at a close: commits every partition's offset and map before the consumer
+ * leaves the group. Its revoke commits again after its waits, but when consumers close
+ * together, a later one's revoke comes while the group rebalances after the first left, and
+ * the group refuses it. */
+void rl__commit_before_leaving(rl_consumer_t *c);
 void rl__revoke_timer_cb(uv_timer_t *t);
 void rl__revoke_kick(rl_consumer_t *c); /* a job of a revoking partition ended: look again */
 void rl__revoke_free(rl_consumer_t *c);

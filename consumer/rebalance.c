@@ -342,6 +342,35 @@ static void commit_sync(rl_consumer_t *c, rl__part *const *parts, size_t n, uint
     rd_kafka_topic_partition_list_destroy(l);
 }
 
+void rl__commit_before_leaving(rl_consumer_t *c)
+{
+    if (!c->map_read || rl__group_joining(c))
+        return; /* a commit behind our own join would lose the assignment */
+    size_t n = 0, cap = 0;
+    rl__part **parts = NULL;
+    for (uint32_t i = 0; i < c->ntopics; i++) {
+        rl__topic *t = c->topics[i];
+        for (int32_t k = 0; k < t->nparts; k++) {
+            rl__part *p = t->parts[k];
+            if (!p || !p->assigned || p->revoking)
+                continue;
+            if (n == cap) {
+                cap = cap ? cap * 2 : 16;
+                rl__part **v = realloc(parts, cap * sizeof *v);
+                if (!v) {
+                    free(parts);
+                    return; /* the revoke commits them */
+                }
+                parts = v;
+            }
+            parts[n++] = p;
+        }
+    }
+    if (n)
+        commit_sync(c, parts, n, rl__now_ms() + c->opts.revoke_timeout_ms);
+    free(parts);
+}
+
 void rl__store_watermarks(rl_consumer_t *c)
 {
     rl__part *batch[64];
