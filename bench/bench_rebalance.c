@@ -200,6 +200,25 @@ static void start(rl_consumer_t *c, const rd_kafka_message_t *m, uint32_t attemp
         uv_timer_start(&mb->timer, on_due, 1, 0);
 }
 
+static double t_start;
+
+static void on_error(rl_consumer_t *c, rd_kafka_resp_err_t err, const char *reason)
+{
+    member *mb = rl_consumer_get_data(c);
+    fprintf(stderr, "%.3f %p %s: %s\n", bench_now() - t_start, (void *)mb, rd_kafka_err2name(err),
+            reason);
+}
+
+static void on_rebalance(rl_consumer_t *c, int event, const rd_kafka_topic_partition_list_t *l)
+{
+    member *mb = rl_consumer_get_data(c);
+    fprintf(stderr, "%.3f %p %s %d partitions\n", bench_now() - t_start, (void *)mb,
+            event == RL_CONSUMER_ASSIGNED  ? "assigned"
+            : event == RL_CONSUMER_REVOKED ? "revoked"
+                                           : "lost",
+            l->cnt);
+}
+
 static void on_closed(rl_consumer_t *c)
 {
     member *mb = rl_consumer_get_data(c);
@@ -270,6 +289,10 @@ static void member_start(member *mb, const char *group, const char *strategy, ui
     mb->opts.offset_map_max_bytes = map_bytes;
     if (getenv("RINGLANE_BENCH_COMMIT_MS")) /* the consumer's default: 1000 */
         mb->opts.commit_interval_ms = (uint32_t)atoi(getenv("RINGLANE_BENCH_COMMIT_MS"));
+    if (getenv("RINGLANE_BENCH_EVENTS")) { /* on stderr: errors and rebalances, timed */
+        mb->opts.on_error = on_error;
+        mb->opts.on_rebalance = on_rebalance;
+    }
     atomic_init(&mb->close_now, false);
     atomic_init(&mb->started, 0);
     if (uv_thread_create(&mb->thread, member_main, mb) != 0)
@@ -348,6 +371,7 @@ static result run(const char *strategy, uint32_t map_bytes, unsigned seed, int i
     snprintf(group, sizeof group, "rebalance-%d-%s-%u-%u", index, strategy, map_bytes, seed);
     static member a, b;
     double t0 = bench_now();
+    t_start = t0;
     member_start(&a, group, strategy, map_bytes);
     while (!atomic_load(&seen.first_seen))
         uv_sleep(1);
@@ -435,6 +459,10 @@ int main(int argc, char **argv)
         long dup[2][99], redo[2][99], lost = 0, viol = 0;
         for (int seed = 0; seed < seeds; seed++) {
             for (int on = 1; on >= 0; on--) {
+                if (getenv("RINGLANE_BENCH_MAP_ONLY") && !on) { /* for a look at one side */
+                    dup[0][seed] = redo[0][seed] = 0;
+                    continue;
+                }
                 result r = run(strategies[s], on ? 4096 : 0, (unsigned)seed, index++);
                 dup[on][seed] = r.duplicates;
                 redo[on][seed] = r.redo;

@@ -99,6 +99,7 @@ typedef struct rl__group_watch {
     uv_mutex_t mu;
     rl__group_request v[RL__GROUP_WATCH_MAX];
     int n;
+    uint64_t joins; /* JoinGroup answers so far */
 } rl__group_watch;
 
 /* A revoke of an asynchronous consumer, waiting for the partitions' messages in flight. */
@@ -164,6 +165,11 @@ struct rl_consumer {
     uint64_t commit_hold_until_ms; /* no periodic commit before: the group is rebalancing */
     bool commit_in_flight;         /* a periodic commit waits for its answer */
     rl__group_watch watch;         /* periodic commits wait while a join is in flight */
+    /* A cooperative revoke: librdkafka joins again right after the follow-on assign call, so
+     * periodic commits wait for that join's answer (a JoinGroup answered after join_mark), or
+     * until join_wait_until_ms. */
+    bool join_expected;
+    uint64_t join_mark, join_wait_until_ms;
 
     rl_consumer_stats stats;
 };
@@ -212,6 +218,7 @@ void rl__revoke_free(rl_consumer_t *c);
 /* group_watch.c: the group's joins in flight (librdkafka interceptors) */
 int rl__group_watch_install(rl_consumer_t *c, rd_kafka_conf_t *conf); /* RL_EKAFKA */
 bool rl__group_joining(rl_consumer_t *c);
+uint64_t rl__group_joins(rl_consumer_t *c); /* JoinGroup answers so far */
 
 /* partition_map.c: the offset map of each partition */
 int rl__map_init(rl_consumer_t *c); /* RL_ENOMEM */

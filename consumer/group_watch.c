@@ -53,6 +53,8 @@ static rd_kafka_resp_err_t on_received(rd_kafka_t *rk, int sockfd, const char *b
     for (int i = 0; i < w->n;) {
         if (w->v[i].broker == brokerid && (unknown || w->v[i].api == ApiKey)) {
             w->v[i] = w->v[--w->n];
+            if (ApiKey == API_JOIN_GROUP)
+                w->joins++;
             if (!unknown)
                 break;
         } else {
@@ -87,4 +89,13 @@ bool rl__group_joining(rl_consumer_t *c)
     bool busy = w->n > 0;
     uv_mutex_unlock(&w->mu);
     return busy;
+}
+
+uint64_t rl__group_joins(rl_consumer_t *c)
+{
+    rl__group_watch *w = &c->watch;
+    uv_mutex_lock(&w->mu);
+    uint64_t n = w->joins;
+    uv_mutex_unlock(&w->mu);
+    return n;
 }

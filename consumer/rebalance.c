@@ -249,8 +249,10 @@ static bool add_commit(rl_consumer_t *c, rl__part *p, rd_kafka_topic_partition_l
 void rl__commit_maps(rl_consumer_t *c)
 {
     uint64_t now = rl__now_ms();
+    if (c->join_expected && (rl__group_joins(c) > c->join_mark || now >= c->join_wait_until_ms))
+        c->join_expected = false;
     if (now < c->next_commit_ms || c->commit_in_flight || now < c->commit_hold_until_ms ||
-        rl__group_joining(c))
+        c->join_expected || rl__group_joining(c))
         return;
     c->next_commit_ms = now + c->opts.commit_interval_ms;
     rd_kafka_topic_partition_list_t *l = NULL;
@@ -344,7 +346,8 @@ static void commit_sync(rl_consumer_t *c, rl__part *const *parts, size_t n, uint
 
 void rl__commit_before_leaving(rl_consumer_t *c)
 {
-    if (!c->map_read || rl__group_joining(c))
+    if (!c->map_read || rl__group_joining(c) ||
+        (c->join_expected && rl__group_joins(c) == c->join_mark))
         return; /* a commit behind our own join would lose the assignment */
     size_t n = 0, cap = 0;
     rl__part **parts = NULL;
@@ -595,6 +598,17 @@ void rl__rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 {
     rl_consumer_t *c = opaque;
     c->commit_hold_until_ms = 0; /* the rebalance that held periodic commits back has come */
+    /* After a cooperative revoke librdkafka joins again as soon as the follow-on assign call
+     * returns (its join may be written after a commit is checked and before it goes out):
+     * periodic commits wait for that join's answer, COMMIT_HOLD_MS at most from the last
+     * callback. */
+    if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS && cooperative(rk) &&
+        !rd_kafka_assignment_lost(rk) && !c->join_expected) {
+        c->join_expected = true;
+        c->join_mark = rl__group_joins(c);
+    }
+    if (c->join_expected)
+        c->join_wait_until_ms = rl__now_ms() + COMMIT_HOLD_MS;
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         c->assigned_once = true; /* librdkafka has made its assignor's state by now */
         if (c->revoke.active)
