@@ -101,7 +101,6 @@ static void on_handle_closed(uv_handle_t *h)
     if (c->close_cb)
         c->close_cb(c);
     uv_mutex_destroy(&c->wake_mu);
-    uv_mutex_destroy(&c->watch.mu);
     rl__map_free(c);
     free((void *)c->opts.dlq_topic);
     free(c);
@@ -124,6 +123,8 @@ static void finish(rl_consumer_t *c)
             rd_kafka_destroy(c->rk);
         c->rk = NULL;
     }
+    if (!c->keep_kafka)
+        rl__group_watch_free(c); /* else librdkafka's threads may still use it */
     rl__revoke_free(c);
     rl__topics_free(c);
     uv_close((uv_handle_t *)&c->wake, on_handle_closed);
@@ -441,12 +442,14 @@ static int kafka_new(rl_consumer_t *c, const rl_consumer_options *o)
         return rc;
     }
     c->coop_destroy_hazard = coop_destroy_hazard(conf);
-    if (o->offset_map_max_bytes && rl__group_watch_install(c, conf) != 0) {
+    if (o->offset_map_max_bytes && (rc = rl__group_watch_install(c, conf)) != 0) {
         rd_kafka_conf_destroy(conf);
         if (dconf)
             rd_kafka_conf_destroy(dconf);
-        return rl_error_detail_set(RL_EKAFKA, "conf: librdkafka refused the consumer's "
-                                              "interceptor (it watches the group's joins)");
+        return rc == RL_ENOMEM ? rl_error_detail_set(rc, "out of memory: the group's watch")
+                               : rl_error_detail_set(rc, "conf: librdkafka refused the consumer's "
+                                                         "interceptor (it watches the group's "
+                                                         "joins)");
     }
     rd_kafka_conf_set_rebalance_cb(conf, rl__rebalance_cb);
     rd_kafka_conf_set_offset_commit_cb(conf, rl__commit_cb);
@@ -485,6 +488,7 @@ static void kafka_free(rl_consumer_t *c)
         rd_kafka_destroy(c->rk);
     c->q = NULL;
     c->rk = NULL;
+    rl__group_watch_free(c);
 }
 
 int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_consumer_t **out)
@@ -502,15 +506,11 @@ int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_
         rc = rl_error_detail_set(RL_ENOMEM, "out of memory: the consumer");
     if (!rc && uv_mutex_init(&c->wake_mu) != 0) {
         rc = rl_error_detail_set(RL_ELOOP, "loop: uv_mutex_init failed for the consumer");
-    } else if (!rc && uv_mutex_init(&c->watch.mu) != 0) {
-        uv_mutex_destroy(&c->wake_mu);
-        rc = rl_error_detail_set(RL_ELOOP, "loop: uv_mutex_init failed for the consumer");
     } else if (!rc) {
         c->opts.offset_map_max_bytes = opts->offset_map_max_bytes;
         if (rl__map_init(c) != 0) {
             rl__map_free(c);
             uv_mutex_destroy(&c->wake_mu);
-            uv_mutex_destroy(&c->watch.mu);
             rc = rl_error_detail_set(RL_ENOMEM, "out of memory: the offset map's buffer");
         }
     }
@@ -588,7 +588,6 @@ int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_
                 uv_close((uv_handle_t *)&c->timer, on_handle_closed);
         } else {
             uv_mutex_destroy(&c->wake_mu);
-            uv_mutex_destroy(&c->watch.mu);
             rl__map_free(c);
             free((void *)c->opts.dlq_topic);
             free(c);

@@ -164,7 +164,7 @@ struct rl_consumer {
     uint64_t next_commit_ms;       /* the next periodic commit */
     uint64_t commit_hold_until_ms; /* no periodic commit before: the group is rebalancing */
     bool commit_in_flight;         /* a periodic commit waits for its answer */
-    rl__group_watch watch;         /* periodic commits wait while a join is in flight */
+    rl__group_watch *watch; /* periodic commits wait while a join is in flight; NULL: no map */
     /* A cooperative revoke: librdkafka joins again right after the follow-on assign call, so
      * periodic commits wait for that join's answer (a JoinGroup answered after join_mark), or
      * until join_wait_until_ms. */
@@ -216,7 +216,10 @@ void rl__revoke_kick(rl_consumer_t *c); /* a job of a revoking partition ended: 
 void rl__revoke_free(rl_consumer_t *c);
 
 /* group_watch.c: the group's joins in flight (librdkafka interceptors) */
-int rl__group_watch_install(rl_consumer_t *c, rd_kafka_conf_t *conf); /* RL_EKAFKA */
+/* Makes c->watch and puts its interceptors in conf (RL_ENOMEM, RL_EKAFKA). librdkafka's threads
+ * use it until the handle is destroyed: free it after rd_kafka_destroy, never before. */
+int rl__group_watch_install(rl_consumer_t *c, rd_kafka_conf_t *conf);
+void rl__group_watch_free(rl_consumer_t *c);
 bool rl__group_joining(rl_consumer_t *c);
 uint64_t rl__group_joins(rl_consumer_t *c); /* JoinGroup answers so far */
 

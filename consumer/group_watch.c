@@ -13,6 +13,8 @@
  * here, and periodic commits wait while there is one. */
 #include "consumer_internal.h"
 
+#include <stdlib.h>
+
 #define API_JOIN_GROUP 11
 #define API_SYNC_GROUP 14
 #define WATCH_NAME "ringlane.group_watch"
@@ -24,7 +26,7 @@ static rd_kafka_resp_err_t on_sent(rd_kafka_t *rk, int sockfd, const char *broke
     (void)rk, (void)sockfd, (void)brokername, (void)ApiVersion, (void)CorrId, (void)size;
     if (ApiKey != API_JOIN_GROUP && ApiKey != API_SYNC_GROUP)
         return RD_KAFKA_RESP_ERR_NO_ERROR;
-    rl__group_watch *w = &((rl_consumer_t *)ic_opaque)->watch;
+    rl__group_watch *w = ic_opaque;
     uv_mutex_lock(&w->mu);
     if (w->n < RL__GROUP_WATCH_MAX) /* one join or sync at a time: never full */
         w->v[w->n++] = (rl__group_request){brokerid, ApiKey};
@@ -48,7 +50,7 @@ static rd_kafka_resp_err_t on_received(rd_kafka_t *rk, int sockfd, const char *b
     bool unknown = ApiKey < 0;
     if (!unknown && ApiKey != API_JOIN_GROUP && ApiKey != API_SYNC_GROUP)
         return RD_KAFKA_RESP_ERR_NO_ERROR;
-    rl__group_watch *w = &((rl_consumer_t *)ic_opaque)->watch;
+    rl__group_watch *w = ic_opaque;
     uv_mutex_lock(&w->mu);
     for (int i = 0; i < w->n;) {
         if (w->v[i].broker == brokerid && (unknown || w->v[i].api == ApiKey)) {
@@ -78,13 +80,34 @@ static rd_kafka_resp_err_t on_new(rd_kafka_t *rk, const rd_kafka_conf_t *conf, v
 
 int rl__group_watch_install(rl_consumer_t *c, rd_kafka_conf_t *conf)
 {
-    rd_kafka_resp_err_t err = rd_kafka_conf_interceptor_add_on_new(conf, WATCH_NAME, on_new, c);
+    rl__group_watch *w = calloc(1, sizeof *w);
+    if (!w)
+        return RL_ENOMEM;
+    if (uv_mutex_init(&w->mu) != 0) {
+        free(w);
+        return RL_ENOMEM;
+    }
+    c->watch = w;
+    /* The opaque is the watch, not the consumer: it outlives the consumer when the librdkafka
+     * handle is left undestroyed (see may_leave in consumer.c). */
+    rd_kafka_resp_err_t err = rd_kafka_conf_interceptor_add_on_new(conf, WATCH_NAME, on_new, w);
     return err ? RL_EKAFKA : 0;
+}
+
+void rl__group_watch_free(rl_consumer_t *c)
+{
+    if (!c->watch)
+        return;
+    uv_mutex_destroy(&c->watch->mu);
+    free(c->watch);
+    c->watch = NULL;
 }
 
 bool rl__group_joining(rl_consumer_t *c)
 {
-    rl__group_watch *w = &c->watch;
+    rl__group_watch *w = c->watch;
+    if (!w)
+        return false;
     uv_mutex_lock(&w->mu);
     bool busy = w->n > 0;
     uv_mutex_unlock(&w->mu);
@@ -93,7 +116,9 @@ bool rl__group_joining(rl_consumer_t *c)
 
 uint64_t rl__group_joins(rl_consumer_t *c)
 {
-    rl__group_watch *w = &c->watch;
+    rl__group_watch *w = c->watch;
+    if (!w)
+        return 0;
     uv_mutex_lock(&w->mu);
     uint64_t n = w->joins;
     uv_mutex_unlock(&w->mu);
