@@ -133,8 +133,10 @@ static bool next_run(runs *r, uint64_t *len, bool *complete)
 
 static int check_spans(int64_t base, const rl__offset_span *s, size_t n)
 {
-    if (base < 0)
+    if (base < 0 || (n && base == INT64_MAX)) /* no offset above the largest */
         return RL_EINVAL;
+    if (n == 0)
+        return 0;
     int64_t prev = base + 1; /* the base itself is never complete */
     for (size_t i = 0; i < n; i++) {
         if (s[i].start < prev || s[i].end <= s[i].start)
