@@ -16,8 +16,9 @@
  * [THREADED_LANES (64)] [DELAY_MS (1)]. Each message finishes DELAY_MS after it starts; each
  * run measures, in this order: the plain consumer with an empty handler (the mock cluster's
  * ceiling), ringlane with an asynchronous handler on ASYNC_LANES lanes (the message finishes
- * from a timer on the consumer's loop), and ringlane with today's threaded lanes, one thread per
- * lane, the handler sleeping DELAY_MS. */
+ * from a timer on the consumer's loop), the same with the offset map off
+ * (offset_map_max_bytes 0; the ratio on / off is printed), and ringlane with today's threaded
+ * lanes, one thread per lane, the handler sleeping DELAY_MS. */
 #define _POSIX_C_SOURCE 200809L
 #include "bench_common.h"
 
@@ -239,10 +240,12 @@ static int sleeping_handler(rl_consumer_t *c, const rd_kafka_message_t *m, uint3
 
 enum { SYNC_SPIN = 0, ASYNC_DELAY = 1, SYNC_SLEEP = 2 };
 
+static uint32_t offset_map_max_bytes = 4096; /* the consumer's default; 0: the map off */
+
 static double run_ringlane(int run, int lanes, int kind)
 {
     char group[32];
-    snprintf(group, sizeof group, "ringlane-%d-%d", kind, run);
+    snprintf(group, sizeof group, "ringlane-%d-%d-%u", kind, run, offset_map_max_bytes);
     static const char *short_names[] = {"lane-a", "lane-b", "lane-c", "lane-d",
                                         "lane-e", "lane-f", "lane-g", "lane-h"};
     char **names = NULL;
@@ -282,6 +285,7 @@ static double run_ringlane(int run, int lanes, int kind)
         o.dispatch.lane_count = (size_t)lanes;
     }
     o.dlq_topic = ""; /* no dead letters here */
+    o.offset_map_max_bytes = offset_map_max_bytes;
     /* The consumer's defaults unless asked otherwise (to measure other depths). */
     if (getenv("RINGLANE_BENCH_LANE_CAPACITY"))
         o.dispatch.lane_capacity = (uint32_t)atoi(getenv("RINGLANE_BENCH_LANE_CAPACITY"));
@@ -347,20 +351,26 @@ static int main_async(int argc, char **argv)
     printf("bench_consumer async: %ld messages over %d keys, %d partitions, each finishing %d ms "
            "after it starts; ringlane async with %d lanes, threaded with %d lanes\n",
            messages, KEYS, PARTITIONS, delay_ms, async_lanes, threaded_lanes);
-    double plain[99], async[99], threaded[99];
+    double plain[99], async[99], async_off[99], ratio[99], threaded[99];
     for (int r = 0; r < runs; r++) {
         work_us = 0;
         plain[r] = run_baseline(100 + r);
+        offset_map_max_bytes = 4096;
         async[r] = run_ringlane(r, async_lanes, ASYNC_DELAY);
+        offset_map_max_bytes = 0; /* the same, the offset map off */
+        async_off[r] = run_ringlane(r, async_lanes, ASYNC_DELAY);
+        offset_map_max_bytes = 4096;
+        ratio[r] = async[r] / async_off[r];
         threaded[r] = run_ringlane(r, threaded_lanes, SYNC_SLEEP);
-        printf("run %d: plain consumer (empty handler) %.0f msg/s, ringlane async %.0f msg/s, "
-               "ringlane threaded %.0f msg/s\n",
-               r + 1, plain[r], async[r], threaded[r]);
+        printf("run %d: plain consumer (empty handler) %.0f msg/s, ringlane async %.0f msg/s "
+               "(offset map off: %.0f msg/s, ratio on/off %.2f), ringlane threaded %.0f msg/s\n",
+               r + 1, plain[r], async[r], async_off[r], ratio[r], threaded[r]);
         fflush(stdout);
     }
-    printf("median: plain consumer (empty handler) %.0f msg/s, ringlane async %.0f msg/s, "
-           "ringlane threaded %.0f msg/s\n",
-           median(plain, runs), median(async, runs), median(threaded, runs));
+    printf("median: plain consumer (empty handler) %.0f msg/s, ringlane async %.0f msg/s "
+           "(offset map off: %.0f msg/s, ratio on/off %.2f), ringlane threaded %.0f msg/s\n",
+           median(plain, runs), median(async, runs), median(async_off, runs), median(ratio, runs),
+           median(threaded, runs));
     return 0;
 }
 

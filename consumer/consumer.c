@@ -32,6 +32,7 @@ void rl_consumer_options_init(rl_consumer_options *opts)
     opts->first_assignment_timeout_ms = 5000;
     opts->commit_interval_ms = 1000;
     opts->dlq_retry_ms = 1000;
+    opts->offset_map_max_bytes = 4096; /* Kafka's offset.metadata.max.bytes */
 }
 
 void *rl_consumer_get_data(const rl_consumer_t *c)
@@ -100,6 +101,7 @@ static void on_handle_closed(uv_handle_t *h)
     if (c->close_cb)
         c->close_cb(c);
     uv_mutex_destroy(&c->wake_mu);
+    rl__map_free(c);
     free((void *)c->opts.dlq_topic);
     free(c);
 }
@@ -121,6 +123,8 @@ static void finish(rl_consumer_t *c)
             rd_kafka_destroy(c->rk);
         c->rk = NULL;
     }
+    if (!c->keep_kafka)
+        rl__group_watch_free(c); /* else librdkafka's threads may still use it */
     rl__revoke_free(c);
     rl__topics_free(c);
     uv_close((uv_handle_t *)&c->wake, on_handle_closed);
@@ -144,6 +148,7 @@ static void start_leaving(rl_consumer_t *c)
         for (int32_t k = 0; k < c->topics[i]->nparts; k++)
             if (c->topics[i]->parts[k])
                 rl__msgq_clear(&c->topics[i]->parts[k]->pending);
+    rl__commit_before_leaving(c);
     rd_kafka_error_t *error = rd_kafka_consumer_close_queue(c->rk, c->q);
     if (error) {
         rl__consumer_error(c, rd_kafka_error_code(error), "close: %s",
@@ -228,7 +233,10 @@ static void on_tick(uv_timer_t *t)
     serve(c);
     if (c->closing)
         return;
-    rl__store_watermarks(c);
+    if (c->map_read)
+        rl__commit_maps(c);
+    else
+        rl__store_watermarks(c);
     rl__dlq_retry(c);
     rl__drain_all_pending(c); /* in case the lanes made room without telling */
 }
@@ -336,6 +344,18 @@ static int check_options(const rl_consumer_options *o)
     if (o->window > (1u << 24))
         return rl_error_detail_set(
             RL_EINVAL, "window %u: over 16777216 offsets in flight per partition", o->window);
+    if (o->offset_map_max_bytes && (o->offset_map_max_bytes < RL__OFFSET_MAP_MIN_BYTES ||
+                                    o->offset_map_max_bytes > RL__OFFSET_MAP_MAX_BYTES))
+        return rl_error_detail_set(
+            RL_EINVAL,
+            o->offset_map_max_bytes < RL__OFFSET_MAP_MIN_BYTES
+                ? "offset_map_max_bytes %u: a map needs at least %u bytes (0 turns the offset "
+                  "map off)"
+                : "offset_map_max_bytes %u: over %u, the longest metadata a commit can carry "
+                  "(Kafka's protocol writes its length in 16 bits)",
+            o->offset_map_max_bytes,
+            o->offset_map_max_bytes < RL__OFFSET_MAP_MIN_BYTES ? RL__OFFSET_MAP_MIN_BYTES
+                                                               : RL__OFFSET_MAP_MAX_BYTES);
     if (!o->first_assignment_timeout_ms)
         return rl_error_detail_set(RL_EINVAL,
                                    "first_assignment_timeout_ms 0: a close before the first "
@@ -424,11 +444,14 @@ static int kafka_new(rl_consumer_t *c, const rl_consumer_options *o)
         rd_kafka_conf_destroy(dconf);
         dconf = NULL;
     }
-    /* librdkafka commits what we store, and only the watermark is ever stored. */
+    /* Without the offset map, librdkafka commits what we store, and only the watermark is
+     * ever stored. With it the consumer commits by itself: librdkafka's auto-committer commits
+     * only a stored offset that moved, never a map that grew above a watermark that did not
+     * (a message held for its retries), and before 2.2.0 drops a stored offset's metadata. */
     char interval[16];
     snprintf(interval, sizeof interval, "%u", (unsigned)o->commit_interval_ms);
     if (!rc)
-        rc = set(conf, "conf", "enable.auto.commit", "true");
+        rc = set(conf, "conf", "enable.auto.commit", o->offset_map_max_bytes ? "false" : "true");
     if (!rc)
         rc = set(conf, "conf", "enable.auto.offset.store", "false");
     if (!rc)
@@ -440,6 +463,15 @@ static int kafka_new(rl_consumer_t *c, const rl_consumer_options *o)
         return rc;
     }
     c->coop_destroy_hazard = coop_destroy_hazard(conf);
+    if (o->offset_map_max_bytes && (rc = rl__group_watch_install(c, conf)) != 0) {
+        rd_kafka_conf_destroy(conf);
+        if (dconf)
+            rd_kafka_conf_destroy(dconf);
+        return rc == RL_ENOMEM ? rl_error_detail_set(rc, "out of memory: the group's watch")
+                               : rl_error_detail_set(rc, "conf: librdkafka refused the consumer's "
+                                                         "interceptor (it watches the group's "
+                                                         "joins)");
+    }
     rd_kafka_conf_set_rebalance_cb(conf, rl__rebalance_cb);
     rd_kafka_conf_set_offset_commit_cb(conf, rl__commit_cb);
     rd_kafka_conf_set_error_cb(conf, on_kafka_error);
@@ -477,6 +509,7 @@ static void kafka_free(rl_consumer_t *c)
         rd_kafka_destroy(c->rk);
     c->q = NULL;
     c->rk = NULL;
+    rl__group_watch_free(c);
 }
 
 int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_consumer_t **out)
@@ -492,8 +525,16 @@ int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_
     rl_consumer_t *c = rc ? NULL : calloc(1, sizeof *c);
     if (!rc && !c)
         rc = rl_error_detail_set(RL_ENOMEM, "out of memory: the consumer");
-    if (!rc && uv_mutex_init(&c->wake_mu) != 0)
+    if (!rc && uv_mutex_init(&c->wake_mu) != 0) {
         rc = rl_error_detail_set(RL_ELOOP, "loop: uv_mutex_init failed for the consumer");
+    } else if (!rc) {
+        c->opts.offset_map_max_bytes = opts->offset_map_max_bytes;
+        if (rl__map_init(c) != 0) {
+            rl__map_free(c);
+            uv_mutex_destroy(&c->wake_mu);
+            rc = rl_error_detail_set(RL_ENOMEM, "out of memory: the offset map's buffer");
+        }
+    }
     if (rc) {
         free(c);
         if (opts && opts->conf)
@@ -568,6 +609,7 @@ int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_
                 uv_close((uv_handle_t *)&c->timer, on_handle_closed);
         } else {
             uv_mutex_destroy(&c->wake_mu);
+            rl__map_free(c);
             free((void *)c->opts.dlq_topic);
             free(c);
         }

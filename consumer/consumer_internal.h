@@ -6,6 +6,7 @@
 #ifndef RINGLANE_CONSUMER_INTERNAL_H
 #define RINGLANE_CONSUMER_INTERNAL_H
 
+#include "offset_map.h"
 #include "offsets.h"
 #include "ringlane/consumer.h"
 #include "ringlane/error.h"
@@ -48,6 +49,14 @@ typedef struct rl__part {
     struct rl__cjob *started; /* asynchronous jobs of this epoch started and not ended */
     char null_key[48];        /* the key keyless messages are dispatched under */
     size_t null_key_len;
+    /* The offset map (partition_map.c). */
+    rl__offset_map prior; /* the map its assignment read, while messages it covers may come */
+    size_t prior_at;      /* the first of prior's spans not passed yet */
+    uint64_t progress;    /* bumped by every completion and skip: the next commit changed */
+    uint64_t committed_progress; /* progress of the last commit acknowledged (this epoch) */
+    uint64_t sent_progress;      /* ... of the periodic commit in flight, with its epoch */
+    uint32_t sent_epoch;
+    uint64_t map_bytes; /* the map the last acknowledged commit carried */
 } rl__part;
 
 typedef struct rl__topic {
@@ -78,6 +87,20 @@ typedef struct rl__cjob {
     bool abandoned;                 /* ended by a revoke or loss: its result counts for nothing */
     struct rl__cjob *sprev, *snext; /* in part->started */
 } rl__cjob;
+
+/* This consumer's JoinGroup and SyncGroup requests in flight (group_watch.c), written by
+ * librdkafka's broker threads under mu. */
+#define RL__GROUP_WATCH_MAX 8
+typedef struct rl__group_request {
+    int32_t broker;
+    int16_t api; /* JoinGroup or SyncGroup */
+} rl__group_request;
+typedef struct rl__group_watch {
+    uv_mutex_t mu;
+    rl__group_request v[RL__GROUP_WATCH_MAX];
+    int n;
+    uint64_t joins; /* JoinGroup answers so far */
+} rl__group_watch;
 
 /* A revoke of an asynchronous consumer, waiting for the partitions' messages in flight. */
 typedef struct rl__revoke {
@@ -131,6 +154,26 @@ struct rl_consumer {
     bool kafka_stuck; /* librdkafka's close will never finish (assign_late in rebalance.c) */
     rl_consumer_close_cb close_cb;
 
+    /* The offset map (partition_map.c): on when opts.offset_map_max_bytes is not 0; then the
+     * consumer commits by itself (librdkafka's auto-committer cannot carry a map that changed
+     * under an unchanged watermark). */
+    bool map_read;              /* assignments read the committed maps */
+    bool map_write;             /* commits carry maps (off once the broker refused one) */
+    uint64_t span_cap[10];      /* the longest span whose maps fit, by the varint length of
+                                   the span's end */
+    char *map_text;             /* a map being written: offset_map_max_bytes + 1 */
+    rl__offset_span *map_spans; /* ... and its spans */
+    size_t map_spans_cap;
+    uint64_t next_commit_ms;       /* the next periodic commit */
+    uint64_t commit_hold_until_ms; /* no periodic commit before: the group is rebalancing */
+    bool commit_in_flight;         /* a periodic commit waits for its answer */
+    rl__group_watch *watch; /* periodic commits wait while a join is in flight; NULL: no map */
+    /* A cooperative revoke: librdkafka joins again right after the follow-on assign call, so
+     * periodic commits wait for that join's answer (a JoinGroup answered after join_mark), or
+     * until join_wait_until_ms. */
+    bool join_expected;
+    uint64_t join_mark, join_wait_until_ms;
+
     rl_consumer_stats stats;
 };
 
@@ -165,9 +208,35 @@ void rl__rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 void rl__commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                    rd_kafka_topic_partition_list_t *offsets, void *opaque);
 void rl__store_watermarks(rl_consumer_t *c);
+void rl__commit_maps(rl_consumer_t *c); /* with the offset map: the periodic commit */
+/* With the offset map, at a close: commits every partition's offset and map before the consumer
+ * leaves the group. Its revoke commits again after its waits, but when consumers close
+ * together, a later one's revoke comes while the group rebalances after the first left, and
+ * the group refuses it. */
+void rl__commit_before_leaving(rl_consumer_t *c);
 void rl__revoke_timer_cb(uv_timer_t *t);
 void rl__revoke_kick(rl_consumer_t *c); /* a job of a revoking partition ended: look again */
 void rl__revoke_free(rl_consumer_t *c);
+
+/* group_watch.c: the group's joins in flight (librdkafka interceptors) */
+/* Makes c->watch and puts its interceptors in conf (RL_ENOMEM, RL_EKAFKA). librdkafka's threads
+ * use it until the handle is destroyed: free it after rd_kafka_destroy, never before. */
+int rl__group_watch_install(rl_consumer_t *c, rd_kafka_conf_t *conf);
+void rl__group_watch_free(rl_consumer_t *c);
+bool rl__group_joining(rl_consumer_t *c);
+uint64_t rl__group_joins(rl_consumer_t *c); /* JoinGroup answers so far */
+
+/* partition_map.c: the offset map of each partition */
+int rl__map_init(rl_consumer_t *c); /* RL_ENOMEM */
+void rl__map_free(rl_consumer_t *c);
+bool rl__map_admits(rl_consumer_t *c, const rl__part *p, int64_t offset);
+bool rl__map_skips(rl__part *p, int64_t offset);
+/* The offset p's next commit carries (-1: nothing to commit) and its map (*len 0: none). */
+int64_t rl__map_build(rl_consumer_t *c, rl__part *p, size_t *len);
+/* At assignment: keeps the committed map if it is one of ours about the committed offset, else
+ * counts and reports it. */
+void rl__map_adopt(rl_consumer_t *c, rl__part *p, const rd_kafka_topic_partition_t *committed);
+void rl__map_forget(rl__part *p);
 
 /* dead_letter.c */
 /* The dead-letter producer's configuration made from the consumer's: a copy without the

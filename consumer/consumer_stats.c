@@ -30,6 +30,7 @@ static void part_stats(rl_consumer_t *c, const rl__part *p, rl_consumer_partitio
     e->in_flight = rl__offsets_in_flight(&p->win);
     e->pending = p->pending.len;
     e->dead_letters_in_flight = p->dlq_in_flight;
+    e->offset_map_bytes = p->map_bytes;
 }
 
 int rl_consumer_stats_get(rl_consumer_t *c, rl_consumer_stats *out,
@@ -91,10 +92,12 @@ int rl_consumer_stats_json(rl_consumer_t *c, char *buf, size_t cap, size_t *len)
                  ",\"resumes\":%" PRIu64 ",\"assigned\":%" PRIu64 ",\"revoked\":%" PRIu64
                  ",\"lost\":%" PRIu64 ",\"revoke_timeouts\":%" PRIu64 ",\"abandoned\":%" PRIu64
                  ",\"commits\":%" PRIu64 ",\"commit_failures\":%" PRIu64
-                 ",\"dlq_producer_restarts\":%" PRIu64 ",\"partition\":[",
+                 ",\"dlq_producer_restarts\":%" PRIu64,
                  s.stale, s.returned, s.pauses, s.resumes, s.assigned, s.revoked, s.lost,
                  s.revoke_timeouts, s.abandoned, s.commits, s.commit_failures,
                  s.dlq_producer_restarts);
+    rl__json_put(&o, ",\"skipped\":%" PRIu64 ",\"offset_map_rejected\":%" PRIu64 ",\"partition\":[",
+                 s.skipped, s.offset_map_rejected);
     for (size_t i = 0; i < n; i++) {
         const rl_consumer_partition_stats *e = &ps[i];
         rl__json_put(&o, "%s{\"topic\":", i ? "," : "");
@@ -103,10 +106,10 @@ int rl_consumer_stats_json(rl_consumer_t *c, char *buf, size_t cap, size_t *len)
                      ",\"partition\":%d,\"epoch\":%u,\"paused\":%s,\"committed\":%" PRId64
                      ",\"watermark\":%" PRId64 ",\"high\":%" PRId64 ",\"lag\":%" PRId64
                      ",\"in_flight\":%" PRIu64 ",\"pending\":%" PRIu64
-                     ",\"dead_letters_in_flight\":%" PRIu64 "}",
+                     ",\"dead_letters_in_flight\":%" PRIu64 ",\"offset_map_bytes\":%" PRIu64 "}",
                      (int)e->partition, (unsigned)e->epoch, e->paused ? "true" : "false",
                      e->committed, e->watermark, e->high, e->lag, e->in_flight, e->pending,
-                     e->dead_letters_in_flight);
+                     e->dead_letters_in_flight, e->offset_map_bytes);
     }
     rl__json_put(&o, "],\"dispatcher\":%s}", dj ? dj : "null");
     free(ps);

@@ -13,13 +13,26 @@ void rl__cjob_free(rl__cjob *j)
     free(j);
 }
 
-/* Offers one message to the dispatcher (or the dead-letter topic). 0: taken; RL_EAGAIN: keep it
- * and try again later (lanes full, window full, no lane, out of memory). */
+/* Offers one message to the dispatcher (or the dead-letter topic), or skips it when the offset
+ * map read at the assignment says it completed. 0: taken; RL_EAGAIN: keep it and try again
+ * later (lanes full, window full, the offset map's span full, no lane, out of memory). */
 static int offer(rl_consumer_t *c, rl__part *p, rd_kafka_message_t *m)
 {
-    if (rl__offsets_in_flight(&p->win) >= p->win.cap) {
+    /* The window's room, and the offset map's: a span that could outgrow the map waits. */
+    if (rl__offsets_in_flight(&p->win) >= p->win.cap || !rl__map_admits(c, p, m->offset)) {
         p->window_full = true;
         return RL_EAGAIN;
+    }
+    if (rl__map_skips(p, m->offset)) {
+        /* Completed before this assignment (the committed offset map says so): taken and
+         * complete at once, so the watermark passes it as any completed offset. */
+        rl__offsets_push(&p->win, m->offset);
+        rl__offsets_complete(&p->win, m->offset);
+        p->progress++;
+        p->window_full = false;
+        c->stats.skipped++;
+        rd_kafka_message_destroy(m);
+        return 0;
     }
     rl__cjob *j = calloc(1, sizeof *j);
     if (!j)
@@ -142,7 +155,8 @@ void rl__drain_all_pending(rl_consumer_t *c)
 
 void rl__complete(rl_consumer_t *c, rl__part *p, int64_t offset)
 {
-    rl__offsets_complete(&p->win, offset);
+    if (rl__offsets_complete(&p->win, offset) == 0)
+        p->progress++;
     if (p->window_full && p->pending.len)
         rl__drain_pending(c, p);
 }

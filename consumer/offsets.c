@@ -101,3 +101,10 @@ uint32_t rl__offsets_in_flight(const rl__offsets *o)
 {
     return o->count;
 }
+
+int64_t rl__offsets_at(const rl__offsets *o, uint32_t i, int *done)
+{
+    uint32_t slot = (o->head + i) % o->cap;
+    *done = o->done[slot];
+    return o->offset[slot];
+}

@@ -42,4 +42,8 @@ int64_t rl__offsets_oldest(const rl__offsets *o);
  * they are unfinished themselves). */
 uint32_t rl__offsets_in_flight(const rl__offsets *o);
 
+/* The i-th offset in flight from the oldest (i < rl__offsets_in_flight), and whether it has
+ * completed: what the offset map is made of. */
+int64_t rl__offsets_at(const rl__offsets *o, uint32_t i, int *done);
+
 #endif

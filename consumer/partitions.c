@@ -203,6 +203,7 @@ void rl__topics_free(rl_consumer_t *c)
                 continue;
             rl__msgq_free(&p->pending);
             rl__offsets_free(&p->win);
+            rl__map_forget(p);
             free(p);
         }
         free(t->parts);

@@ -11,8 +11,14 @@
  * librdkafka call that applies the change differs. */
 #include "consumer_internal.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* How long periodic commits wait after the group said it is rebalancing, unless a rebalance
+ * callback comes first: a commit that crosses the group's next generation would come back
+ * ILLEGAL_GENERATION, and librdkafka then declares the whole assignment lost. */
+#define COMMIT_HOLD_MS 10000
 
 static bool cooperative(rd_kafka_t *rk)
 {
@@ -38,8 +44,49 @@ static void apply(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts, bool
     }
 }
 
+/* Reads the committed offsets and offset maps of newly assigned partitions (`fresh`), keeps
+ * the maps, and starts the partitions at those offsets (set in `parts`, so librdkafka does not
+ * ask for them again: one request to the group coordinator either way). It blocks the loop
+ * for that request, at most revoke_timeout_ms, as a revoke's commit does. */
+static void read_maps(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts,
+                      rd_kafka_topic_partition_list_t *fresh)
+{
+    uint32_t ms = c->opts.revoke_timeout_ms;
+    rd_kafka_resp_err_t err = rd_kafka_committed(c->rk, fresh, ms > INT_MAX ? INT_MAX : (int)ms);
+    if (err) {
+        c->stats.offset_map_rejected += (uint64_t)fresh->cnt;
+        rl__consumer_error(c, err,
+                           "offset maps of %d assigned partitions: the committed offsets could "
+                           "not be read (%s): their messages from the committed offset on are "
+                           "handled again",
+                           fresh->cnt, rd_kafka_err2str(err));
+        return;
+    }
+    for (int i = 0; i < fresh->cnt; i++) {
+        const rd_kafka_topic_partition_t *e = &fresh->elems[i];
+        rl__part *p = rl__part_get(c, e->topic, e->partition, false);
+        if (!p)
+            continue;
+        if (e->err) {
+            c->stats.offset_map_rejected++;
+            rl__consumer_error(c, e->err,
+                               "offset map of %s [%d]: the committed offset could not be read: "
+                               "its messages from the committed offset on are handled again",
+                               e->topic, (int)e->partition);
+            continue;
+        }
+        rl__map_adopt(c, p, e);
+        rd_kafka_topic_partition_t *a =
+            rd_kafka_topic_partition_list_find(parts, e->topic, e->partition);
+        if (a && e->offset >= 0)
+            a->offset = e->offset;
+    }
+}
+
 static void assign(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts)
 {
+    rd_kafka_topic_partition_list_t *fresh =
+        c->map_read ? rd_kafka_topic_partition_list_new(parts->cnt) : NULL;
     for (int i = 0; i < parts->cnt; i++) {
         const rd_kafka_topic_partition_t *e = &parts->elems[i];
         rl__part *p = rl__part_get(c, e->topic, e->partition, true);
@@ -56,9 +103,18 @@ static void assign(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts)
         p->window_full = false;
         rl__offsets_reset(&p->win);
         p->next_offset = p->committed = p->stored = -1;
+        p->progress = p->committed_progress = p->sent_progress = 0;
+        p->map_bytes = 0;
+        rl__map_forget(p);
+        if (fresh)
+            rd_kafka_topic_partition_list_add(fresh, e->topic, e->partition);
         c->stats.assigned++;
         c->stats.partitions++;
     }
+    if (fresh && fresh->cnt)
+        read_maps(c, parts, fresh);
+    if (fresh)
+        rd_kafka_topic_partition_list_destroy(fresh);
     apply(c, parts, true);
     /* A partition paused in an earlier assignment would stay paused in librdkafka. */
     for (int i = 0; i < parts->cnt; i++) {
@@ -77,20 +133,54 @@ typedef struct sync_commit {
     rl_consumer_t *c;
 } sync_commit;
 
-static void note_committed(rl_consumer_t *c, rd_kafka_resp_err_t err,
-                           const rd_kafka_topic_partition_list_t *offsets)
+/* The group is rebalancing, or has moved on without us. */
+static bool rebalancing(rd_kafka_resp_err_t err)
 {
-    bool failed = err != RD_KAFKA_RESP_ERR_NO_ERROR;
+    return err == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS ||
+           err == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION ||
+           err == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID;
+}
+
+/* What a commit achieved. `kind`: the periodic commit of the offset maps (its partitions'
+ * progress was noted when it was sent), the synchronous one of a revoke (nothing completes
+ * while it waits), or librdkafka's auto-committer. */
+enum { COMMIT_AUTO, COMMIT_PERIODIC, COMMIT_SYNC };
+
+static void note_committed(rl_consumer_t *c, rd_kafka_resp_err_t err,
+                           const rd_kafka_topic_partition_list_t *offsets, int kind)
+{
+    bool failed = err != RD_KAFKA_RESP_ERR_NO_ERROR, hold = rebalancing(err);
     for (int i = 0; offsets && i < offsets->cnt; i++) {
         const rd_kafka_topic_partition_t *e = &offsets->elems[i];
         rl__part *p = rl__part_get(c, e->topic, e->partition, false);
         if (!p)
             continue;
-        if (!err && !e->err && e->offset > p->committed)
+        bool ok = !err && !e->err;
+        if (ok && e->offset > p->committed)
             p->committed = e->offset;
+        if (ok && kind == COMMIT_PERIODIC && p->sent_epoch == p->epoch) {
+            p->committed_progress = p->sent_progress;
+            p->map_bytes = e->metadata_size;
+        } else if (ok && kind == COMMIT_SYNC) {
+            p->committed_progress = p->progress;
+            p->map_bytes = e->metadata_size;
+        }
+        if (e->err == RD_KAFKA_RESP_ERR_OFFSET_METADATA_TOO_LARGE && c->map_write) {
+            /* The broker's offset.metadata.max.bytes is below offset_map_max_bytes. */
+            c->map_write = false;
+            rl__consumer_error(c, e->err,
+                               "the group coordinator refused an offset map of %zu bytes: "
+                               "commits carry none from now on (set offset_map_max_bytes to "
+                               "at most the broker's offset.metadata.max.bytes)",
+                               e->metadata_size);
+        }
         if (err || e->err)
             failed = true;
+        if (rebalancing(e->err))
+            hold = true;
     }
+    if (hold)
+        c->commit_hold_until_ms = rl__now_ms() + COMMIT_HOLD_MS;
     if (failed) {
         c->stats.commit_failures++;
         rl__consumer_error(c, err ? err : RD_KAFKA_RESP_ERR__FAIL, "commit failed");
@@ -106,16 +196,84 @@ static void sync_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     sync_commit *r = opaque;
     r->done = true;
     r->err = err;
-    note_committed(r->c, err, offsets);
+    note_committed(r->c, err, offsets, COMMIT_SYNC);
 }
 
 void rl__commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                    rd_kafka_topic_partition_list_t *offsets, void *opaque)
 {
     (void)rk;
+    rl_consumer_t *c = opaque;
+    /* With the offset map, librdkafka's auto-committer is off: this is our periodic commit. */
+    int kind = c->map_read ? COMMIT_PERIODIC : COMMIT_AUTO;
+    if (c->map_read)
+        c->commit_in_flight = false;
     if (err == RD_KAFKA_RESP_ERR__NO_OFFSET)
         return; /* nothing to commit */
-    note_committed(opaque, err, offsets);
+    note_committed(c, err, offsets, kind);
+}
+
+/* Adds p's next commit to *l (made when needed): its offset and map. False when there is
+ * nothing new to commit. */
+static bool add_commit(rl_consumer_t *c, rl__part *p, rd_kafka_topic_partition_list_t **l, int size)
+{
+    if (p->progress == p->committed_progress)
+        return false;
+    size_t len;
+    int64_t w = rl__map_build(c, p, &len);
+    if (w < 0)
+        return false;
+    char *meta = NULL;
+    if (len && !(meta = malloc(len))) {
+        rl__consumer_error(c, RD_KAFKA_RESP_ERR__FAIL,
+                           "offset map of %s [%d]: out of memory, committed without it",
+                           p->topic->name, (int)p->partition);
+        len = 0;
+    }
+    if (!*l)
+        *l = rd_kafka_topic_partition_list_new(size);
+    rd_kafka_topic_partition_t *e =
+        rd_kafka_topic_partition_list_add(*l, p->topic->name, p->partition);
+    e->offset = w;
+    if (meta) {
+        memcpy(meta, c->map_text, len);
+        e->metadata = meta; /* freed with the list */
+        e->metadata_size = len;
+    }
+    return true;
+}
+
+/* Commits, every commit_interval_ms, the offsets and maps that changed: one request at a
+ * time, none while the group rebalances (see COMMIT_HOLD_MS) and none for partitions being
+ * revoked (their revoke commits them). */
+void rl__commit_maps(rl_consumer_t *c)
+{
+    uint64_t now = rl__now_ms();
+    if (c->join_expected && (rl__group_joins(c) > c->join_mark || now >= c->join_wait_until_ms))
+        c->join_expected = false;
+    if (now < c->next_commit_ms || c->commit_in_flight || now < c->commit_hold_until_ms ||
+        c->join_expected || rl__group_joining(c))
+        return;
+    c->next_commit_ms = now + c->opts.commit_interval_ms;
+    rd_kafka_topic_partition_list_t *l = NULL;
+    for (uint32_t i = 0; i < c->ntopics; i++) {
+        rl__topic *t = c->topics[i];
+        for (int32_t k = 0; k < t->nparts; k++) {
+            rl__part *p = t->parts[k];
+            if (!p || !p->assigned || p->revoking || !add_commit(c, p, &l, 8))
+                continue;
+            p->sent_progress = p->progress;
+            p->sent_epoch = p->epoch;
+        }
+    }
+    if (!l)
+        return;
+    rd_kafka_resp_err_t err = rd_kafka_commit(c->rk, l, 1); /* the answer: rl__commit_cb */
+    if (err)
+        note_committed(c, err, l, COMMIT_PERIODIC);
+    else
+        c->commit_in_flight = true;
+    rd_kafka_topic_partition_list_destroy(l);
 }
 
 /* Hands librdkafka the watermarks of these partitions that moved since the last time. Its
@@ -148,16 +306,21 @@ static void store(rl_consumer_t *c, rl__part *const *parts, size_t n)
 /* Commits the watermarks of these partitions and waits for the answer until deadline_ms. */
 static void commit_sync(rl_consumer_t *c, rl__part *const *parts, size_t n, uint64_t deadline_ms)
 {
-    store(c, parts, n); /* also what librdkafka commits itself when it unassigns them */
     rd_kafka_topic_partition_list_t *l = NULL;
-    for (size_t i = 0; i < n; i++) {
-        int64_t w = rl__offsets_watermark(&parts[i]->win);
-        if (w < 0 || w <= parts[i]->committed)
-            continue;
-        if (!l)
-            l = rd_kafka_topic_partition_list_new((int)n);
-        rd_kafka_topic_partition_list_add(l, parts[i]->topic->name, parts[i]->partition)->offset =
-            w;
+    if (c->map_read) {
+        for (size_t i = 0; i < n; i++)
+            add_commit(c, parts[i], &l, (int)n);
+    } else {
+        store(c, parts, n); /* also what librdkafka commits itself when it unassigns them */
+        for (size_t i = 0; i < n; i++) {
+            int64_t w = rl__offsets_watermark(&parts[i]->win);
+            if (w < 0 || w <= parts[i]->committed)
+                continue;
+            if (!l)
+                l = rd_kafka_topic_partition_list_new((int)n);
+            rd_kafka_topic_partition_list_add(l, parts[i]->topic->name, parts[i]->partition)
+                ->offset = w;
+        }
     }
     if (!l)
         return;
@@ -165,7 +328,7 @@ static void commit_sync(rl_consumer_t *c, rl__part *const *parts, size_t n, uint
     sync_commit r = {.done = false, .c = c};
     rd_kafka_resp_err_t err = rd_kafka_commit_queue(c->rk, l, q, sync_commit_cb, &r);
     if (err) {
-        note_committed(c, err, l);
+        note_committed(c, err, l, COMMIT_SYNC);
     } else {
         for (uint64_t now = rl__now_ms(); !r.done && now < deadline_ms; now = rl__now_ms()) {
             uint64_t left = deadline_ms - now;
@@ -179,6 +342,36 @@ static void commit_sync(rl_consumer_t *c, rl__part *const *parts, size_t n, uint
     }
     rd_kafka_queue_destroy(q);
     rd_kafka_topic_partition_list_destroy(l);
+}
+
+void rl__commit_before_leaving(rl_consumer_t *c)
+{
+    if (!c->map_read || rl__group_joining(c) ||
+        (c->join_expected && rl__group_joins(c) == c->join_mark))
+        return; /* a commit behind our own join would lose the assignment */
+    size_t n = 0, cap = 0;
+    rl__part **parts = NULL;
+    for (uint32_t i = 0; i < c->ntopics; i++) {
+        rl__topic *t = c->topics[i];
+        for (int32_t k = 0; k < t->nparts; k++) {
+            rl__part *p = t->parts[k];
+            if (!p || !p->assigned || p->revoking)
+                continue;
+            if (n == cap) {
+                cap = cap ? cap * 2 : 16;
+                rl__part **v = realloc(parts, cap * sizeof *v);
+                if (!v) {
+                    free(parts);
+                    return; /* the revoke commits them */
+                }
+                parts = v;
+            }
+            parts[n++] = p;
+        }
+    }
+    if (n)
+        commit_sync(c, parts, n, rl__now_ms() + c->opts.revoke_timeout_ms);
+    free(parts);
 }
 
 void rl__store_watermarks(rl_consumer_t *c)
@@ -232,6 +425,7 @@ static void let_go(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts, rl_
         p->live = 0;
         rl__dlq_forget(c, p);
         rl__offsets_reset(&p->win);
+        rl__map_forget(p);
         if (lost)
             c->stats.lost++;
         else
@@ -441,6 +635,18 @@ void rl__rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                       rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
     rl_consumer_t *c = opaque;
+    c->commit_hold_until_ms = 0; /* the rebalance that held periodic commits back has come */
+    /* After a cooperative revoke librdkafka joins again as soon as the follow-on assign call
+     * returns (its join may be written after a commit is checked and before it goes out):
+     * periodic commits wait for that join's answer, COMMIT_HOLD_MS at most from the last
+     * callback. */
+    if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS && cooperative(rk) &&
+        !rd_kafka_assignment_lost(rk) && !c->join_expected) {
+        c->join_expected = true;
+        c->join_mark = rl__group_joins(c);
+    }
+    if (c->join_expected)
+        c->join_wait_until_ms = rl__now_ms() + COMMIT_HOLD_MS;
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         c->assigned_once = true; /* librdkafka has made its assignor's state by now */
         if (c->revoke.active)

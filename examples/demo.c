@@ -5,7 +5,8 @@
  *                 [--topic T] [--partitions N] [--keys K] [--messages M] [--rate R]
  *                 [--group G] [--name NAME] [--lanes N] [--assignor cooperative-sticky|range]
  *                 [--dlq-topic T] [--work-us U] [--idle-exit S] [--replication-factor F]
- *                 [--session-timeout-ms MS] [--cycles N] [--record FILE] [--no-progress]
+ *                 [--session-timeout-ms MS] [--offset-map-max-bytes N] [--cycles N]
+ *                 [--record FILE] [--no-progress]
  *
  * Without --bootstrap-servers it starts librdkafka's mock cluster in this process (3 brokers on
  * 127.0.0.1, a topic of 6 partitions): nothing to install. With --role all (the default) a
@@ -131,7 +132,8 @@ static void usage(FILE *f)
         "         [--topic T] [--partitions N] [--keys K] [--messages M] [--rate R]\n"
         "         [--group G] [--name NAME] [--lanes N] [--assignor cooperative-sticky|range]\n"
         "         [--dlq-topic T] [--work-us U] [--idle-exit S] [--replication-factor F]\n"
-        "         [--session-timeout-ms MS] [--cycles N] [--record FILE] [--no-progress]\n"
+        "         [--session-timeout-ms MS] [--offset-map-max-bytes N] [--cycles N]\n"
+        "         [--record FILE] [--no-progress]\n"
         "Without --bootstrap-servers: librdkafka's mock cluster (3 brokers) in this process.\n"
         "--role cluster runs only that mock cluster: it prints \"ready bootstrap.servers=LIST\",\n"
         "then reads commands on stdin: down N, up N (broker N), topic NAME PARTITIONS, quit,\n"
@@ -141,6 +143,7 @@ static void usage(FILE *f)
         "--name names a consumer run alone (default consumer-<pid>). --session-timeout-ms\n"
         "sets the group's session timeout (2500 on the mock cluster in this process).\n"
         "--record FILE appends what the process produced, handled and saw committed.\n"
+        "--offset-map-max-bytes N sets the consumers' offset map limit (0: no offset map).\n"
         "--cycles N runs the changes N times over the run (for soaks; the table lists the\n"
         "first cycle's).\n",
         f);
@@ -168,6 +171,7 @@ static int parse_args(int argc, char **argv)
     app.rate = 10000;
     app.replication = 1;
     app.cycles = 1;
+    app.offset_map_max_bytes = -1;
     app.progress = isatty(2);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -191,6 +195,8 @@ static int parse_args(int argc, char **argv)
         } else if (strcmp(a, "--record") == 0) {
             app.record = v;
             bad = !*v;
+        } else if (strcmp(a, "--offset-map-max-bytes") == 0) {
+            bad = parse_long(v, 0, 32767, &app.offset_map_max_bytes);
         } else if (strcmp(a, "--session-timeout-ms") == 0) {
             bad = parse_long(v, 1000, 3600000, &n);
             app.session_timeout_ms = (int)n;

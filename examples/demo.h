@@ -115,6 +115,7 @@ typedef struct demo {
     long messages, rate;
     int work_us, idle_exit_s;
     int session_timeout_ms; /* 0: librdkafka's default (2500 on the mock cluster here) */
+    long offset_map_max_bytes; /* the consumers' offset_map_max_bytes, -1: their default */
     const char *name;       /* --name: the consumer's name when it runs alone */
     const char *record;     /* --record FILE: what this process produced or handled */
     int record_fd;          /* -1: none */

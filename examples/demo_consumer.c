@@ -183,6 +183,8 @@ static void run(void *arg)
     o.dispatch.backoff_max_ms = 20;
     o.dlq_topic = app->dlq_topic;
     o.commit_interval_ms = 200;
+    if (app->offset_map_max_bytes >= 0)
+        o.offset_map_max_bytes = (uint32_t)app->offset_map_max_bytes;
     o.on_rebalance = on_rebalance;
     o.on_dead_letter = on_dead_letter;
     o.on_error = on_error;

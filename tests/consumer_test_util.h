@@ -275,9 +275,11 @@ typedef struct cthread {
     bool cmd_done;
     char stats[16384];
     rl_consumer_stats last; /* statistics at the last CMD_STATS, then at the end of close */
-    int assigned;           /* partitions held now (loop thread writes, under mu) */
-    long dead_letters;      /* delivered to the dead-letter topic (under mu) */
-    long errors;            /* on_error calls (under mu) */
+    rl_consumer_partition_stats parts[8]; /* the partitions at the last CMD_STATS */
+    size_t nparts;
+    int assigned;      /* partitions held now (loop thread writes, under mu) */
+    long dead_letters; /* delivered to the dead-letter topic (under mu) */
+    long errors;       /* on_error calls (under mu) */
     void *user;
     rl_consumer_rebalance_cb rebalance_hook; /* the test's, called after the count (may be NULL) */
     rl_consumer_error_cb error_hook;         /* the same for on_error */
@@ -341,7 +343,7 @@ static void ct_on_ctl(uv_async_t *a)
         break;
     case CMD_STATS:
         rc = rl_consumer_stats_json(t->c, t->stats, sizeof t->stats, NULL);
-        rl_consumer_stats_get(t->c, &t->last, NULL, 0, NULL);
+        rl_consumer_stats_get(t->c, &t->last, t->parts, 8, &t->nparts);
         break;
     case CMD_ADD_LANE:
         rc = rl_dispatch_add_lane(rl_consumer_dispatcher(t->c), t->arg);
@@ -518,6 +520,64 @@ static inline void committed_offsets(const cluster *k, const char *group, const 
         fail_msg("committed: %s", rd_kafka_err2str(e));
     for (int p = 0; p < partitions; p++)
         out[p] = l->elems[p].offset >= 0 ? l->elems[p].offset : -1;
+    rd_kafka_topic_partition_list_destroy(l);
+    rd_kafka_destroy(rk);
+}
+
+/* The committed offset (-1 where none) and metadata ("" where none; cut to size) of one
+ * partition for a group. */
+static inline int64_t committed_meta(const cluster *k, const char *group, const char *topic,
+                                     int partition, char *meta, size_t size)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    conf_set_ok(conf, "bootstrap.servers", k->bootstraps);
+    conf_set_ok(conf, "group.id", group);
+    rd_kafka_conf_set_log_cb(conf, quiet_log);
+    char err[512];
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+    assert_non_null(rk);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, topic, partition);
+    rd_kafka_resp_err_t e = rd_kafka_committed(rk, l, 10000);
+    if (e)
+        fail_msg("committed: %s", rd_kafka_err2str(e));
+    size_t n = l->elems[0].metadata_size < size ? l->elems[0].metadata_size : size - 1;
+    if (n)
+        memcpy(meta, l->elems[0].metadata, n);
+    meta[n] = '\0';
+    int64_t off = l->elems[0].offset >= 0 ? l->elems[0].offset : -1;
+    rd_kafka_topic_partition_list_destroy(l);
+    rd_kafka_destroy(rk);
+    return off;
+}
+
+/* Commits offsets with metadata for a group from outside it (no member: the group must have
+ * none yet), as another tool would. */
+static inline void commit_with_meta(const cluster *k, const char *group, const char *topic,
+                                    int partitions, const int64_t *offsets,
+                                    const char *const *metas)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    conf_set_ok(conf, "bootstrap.servers", k->bootstraps);
+    conf_set_ok(conf, "group.id", group);
+    conf_set_ok(conf, "enable.auto.commit", "false");
+    rd_kafka_conf_set_log_cb(conf, quiet_log);
+    char err[512];
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+    assert_non_null(rk);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(partitions);
+    for (int p = 0; p < partitions; p++) {
+        rd_kafka_topic_partition_t *e = rd_kafka_topic_partition_list_add(l, topic, p);
+        e->offset = offsets[p];
+        if (metas[p] && *metas[p]) {
+            e->metadata_size = strlen(metas[p]);
+            e->metadata = malloc(e->metadata_size);
+            memcpy(e->metadata, metas[p], e->metadata_size);
+        }
+    }
+    rd_kafka_resp_err_t e = rd_kafka_commit(rk, l, 0);
+    if (e)
+        fail_msg("commit: %s", rd_kafka_err2str(e));
     rd_kafka_topic_partition_list_destroy(l);
     rd_kafka_destroy(rk);
 }

@@ -728,8 +728,10 @@ static int lines_over(const char *s, size_t width)
 static void help_everywhere(void **state)
 {
     (void)state;
-    const char *cmds[] = {"--help",       "route --help", "diff --help",     "table --help",
-                          "stats --help", "hash --help",  "profiles --help", "route --nodes a -h"};
+    const char *cmds[] = {
+        "--help",         "route --help",         "diff --help",     "table --help",
+        "stats --help",   "hash --help",          "profiles --help", "route --nodes a -h",
+        "offsets --help", "offsets decode --help"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         run_result r = run(cmds[i], "");
         assert_int_equal(r.status, 0);
@@ -982,7 +984,7 @@ static void man_page_and_completion_know_every_option(void **state)
     char *man = slurp(path, NULL);
     snprintf(path, sizeof path, "%s/ringlane.bash", source_dir());
     char *completion = slurp(path, NULL);
-    const char *commands[] = {"route", "diff", "table", "stats", "hash", "profiles"};
+    const char *commands[] = {"route", "diff", "table", "stats", "hash", "profiles", "offsets"};
     for (size_t c = 0; c < sizeof commands / sizeof *commands; c++) {
         char args[64], troff[64];
         snprintf(troff, sizeof troff, ".B %s", commands[c]);
@@ -1050,6 +1052,9 @@ static void bash_completion(void **state)
         {"help route --", ""},
         {"route --vnodes \"\"", ""},
         {"table --j", ""},
+        {"of", "offsets"},
+        {"offsets \"\"", "--help decode"},
+        {"offsets decode --", "--help --json"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char cmd[8192], *got = NULL;
@@ -1067,6 +1072,43 @@ static void bash_completion(void **state)
             fail_msg("completing 'ringlane %s': got '%s', want '%s'", cases[i].words, got,
                      cases[i].want);
         free(got);
+    }
+}
+
+/* offsets decode: the maps of docs/consumer.md's examples, as text and JSON, from arguments and
+ * from stdin; a text that is not a map is reported (exit 1) and the others still decoded. */
+static void offsets_decode(void **state)
+{
+    (void)state;
+    run_result r =
+        run("offsets decode ringlane1:AegHCuwDLa64mQ ringlane1:AOgH6QcB8wMB9AOW2I1M", "");
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "base 1000 (the committed offset), 7 complete offsets up to 1009 "
+                               "(bitmap, 24 bytes): 1002-1003 1005-1009\n"
+                               "base 1000 (the committed offset), 999 complete offsets up to "
+                               "2000 (runs, 30 bytes): 1001-1499 1501-2000\n");
+    run_free(&r);
+    r = run("offsets decode --json", "ringlane1:AegHCuwDLa64mQ\r\nringlane2:AAAA\n");
+    assert_int_equal(r.status, 1);
+    assert_json(r.out, 1);
+    assert_string_equal(r.out, "{\"base\":1000,\"last\":1009,\"form\":\"bitmap\",\"bytes\":24,"
+                               "\"complete\":7,\"spans\":[[1002,1003],[1005,1009]]}\n"
+                               "{\"error\":\"version\",\"reason\":\"an offset map of a version "
+                               "other than 1\"}\n");
+    assert_non_null(strstr(r.err, "ringlane offsets: an offset map of a version other than 1"));
+    run_free(&r);
+    r = run("offsets decode 'checkpoint 42' ringlane1:AegHCuwDLa64mA ringlane1:AegHCuwDLa64mQ", "");
+    assert_int_equal(r.status, 1);
+    assert_starts(r.out, "base 1000 ");
+    assert_non_null(strstr(r.err, "not a ringlane offset map: checkpoint 42"));
+    assert_non_null(strstr(r.err, "checksum mismatch: ringlane1:AegHCuwDLa64mA"));
+    run_free(&r);
+    const char *bad[] = {"offsets", "offsets encode x", "offsets decode --jsn x"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        r = run(bad[i], "");
+        assert_int_equal(r.status, 2);
+        assert_string_equal(r.out, "");
+        run_free(&r);
     }
 }
 
@@ -1093,6 +1135,7 @@ int main(void)
         cmocka_unit_test(help_names_a_command),
         cmocka_unit_test(profiles_readable),
         cmocka_unit_test(json_output),
+        cmocka_unit_test(offsets_decode),
         cmocka_unit_test(man_page_and_completion_know_every_option),
         cmocka_unit_test(bash_completion),
     };

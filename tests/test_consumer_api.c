@@ -74,7 +74,7 @@ static void expect_refused(uv_loop_t *loop, rl_consumer_options *o, int want, co
         expect_refused(&loop, &o, want, start, why, #change);                                      \
     } while (0)
 
-/* Every refusal of docs/errors.md rows 46-52 and 60-62: the code, *out NULL, the
+/* Every refusal of docs/errors.md rows 46-52, 60-62 and 68: the code, *out NULL, the
  * configurations freed, and a detail naming the option (as written in C) and its value. */
 static void new_refuses_bad_options(void **state)
 {
@@ -111,6 +111,10 @@ static void new_refuses_bad_options(void **state)
     REFUSED(RL_EINVAL, "revoke_timeout_ms 0", "1..4294967295", o.revoke_timeout_ms = 0);
     REFUSED(RL_EINVAL, "commit_interval_ms 0", "", o.commit_interval_ms = 0);
     REFUSED(RL_EINVAL, "dlq_retry_ms 0", "", o.dlq_retry_ms = 0);
+    REFUSED(RL_EINVAL, "offset_map_max_bytes 31", "at least 32 bytes (0 turns the offset map off)",
+            o.offset_map_max_bytes = 31);
+    REFUSED(RL_EINVAL, "offset_map_max_bytes 1", "at least 32", o.offset_map_max_bytes = 1);
+    REFUSED(RL_EINVAL, "offset_map_max_bytes 32768", "over 32767", o.offset_map_max_bytes = 32768);
     /* The dispatcher's callbacks are the consumer's own. */
     REFUSED(RL_EINVAL, "dispatch.handler set", "the consumer's own",
             o.dispatch.handler = dispatch_handler);
@@ -187,6 +191,14 @@ static void new_refuses_bad_options(void **state)
     assert_rl_ok(rl_consumer_new(&loop, &good, &c));
     assert_no_detail();
     assert_rl_ok(rl_consumer_close(c, NULL));
+    /* The offset map's bounds are accepted, and 0 (off). */
+    const uint32_t map_limits[] = {0, 32, 32767};
+    for (size_t i = 0; i < sizeof map_limits / sizeof *map_limits; i++) {
+        valid_options(&good);
+        good.offset_map_max_bytes = map_limits[i];
+        assert_rl_ok(rl_consumer_new(&loop, &good, &c));
+        assert_rl_ok(rl_consumer_close(c, NULL));
+    }
 
     assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0); /* nothing left behind */
     assert_int_equal(uv_loop_close(&loop), 0);

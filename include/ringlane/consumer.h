@@ -4,9 +4,11 @@
  * A consumer joins a consumer group, polls its partitions and hands each message to an ordered
  * dispatcher (ringlane/dispatcher.h) by key: messages with the same key run one at a time in
  * partition order, different keys run in parallel on the dispatcher's lanes. It commits, per
- * partition, only the watermark: the offset below which every message has completed (handled,
- * or delivered to the dead-letter topic). Delivery is at-least-once: a commit never passes an
- * unfinished message, and whatever was not committed is read again by the next owner.
+ * partition, the watermark: the offset below which every message has completed (handled, or
+ * delivered to the dead-letter topic), and in the commit's metadata the offset map: which later
+ * offsets have completed too. Delivery is at-least-once: a commit never passes or records an
+ * unfinished message; the next owner starts at the watermark, skips what the map records and
+ * handles the rest again.
  *
  * The consumer lives on a caller's uv_loop_t, like the dispatcher. Everything runs on the loop
  * thread (the thread that called rl_consumer_new), including librdkafka's rebalance and commit
@@ -132,7 +134,8 @@ typedef void (*rl_consumer_close_cb)(rl_consumer_t *c);
 typedef struct rl_consumer_options {
     /* The consumer's librdkafka configuration: bootstrap.servers, group.id (required),
      * partition.assignment.strategy and anything else. rl_consumer_new takes it over, on
-     * success and on failure. It sets enable.auto.offset.store=false, enable.auto.commit=true,
+     * success and on failure. It sets enable.auto.offset.store=false, enable.auto.commit
+     * (true without the offset map; with it the consumer commits by itself, so false),
      * auto.commit.interval.ms (commit_interval_ms), the rebalance, offset-commit and error
      * callbacks and the opaque: do not set those. */
     rd_kafka_conf_t *conf;
@@ -166,8 +169,17 @@ typedef struct rl_consumer_options {
     uint32_t poll_batch;         /* messages per loop turn (500) */
     uint32_t revoke_timeout_ms;  /* how long a revoke waits for in-flight messages, and then
                                     for its commit (30000) */
-    uint32_t commit_interval_ms; /* how often stored watermarks are committed (1000) */
+    uint32_t commit_interval_ms; /* how often watermarks (and offset maps) are committed (1000) */
     uint32_t dlq_retry_ms;       /* delay before a failed dead-letter produce is retried (1000) */
+    /* The offset map (docs/consumer.md): each commit carries, in its metadata, which offsets
+     * above the committed one have completed, and a partition's next owner skips them. The
+     * longest map, in bytes (4096, Kafka's offset.metadata.max.bytes; 32..32767). Exact: a
+     * partition takes no offset that could make its map longer, which bounds its offsets from
+     * the oldest unfinished one to the newest taken (24,416 at 4096 for offsets below 2^28;
+     * docs/operations.md has the figure for other limits). 0 turns the map off: commits carry
+     * no metadata (librdkafka's auto-committer commits the watermarks) and assignments read
+     * none. */
+    uint32_t offset_map_max_bytes;
     /* How long a close before the consumer's first assignment waits for it (5000), with
      * cooperative-sticky on librdkafka before 2.3.0 only (see rl_consumer_close); then the
      * close goes on. Not 0. */
@@ -262,6 +274,8 @@ typedef struct rl_consumer_partition_stats {
     uint64_t in_flight; /* offsets dispatched and not yet below the watermark */
     uint64_t pending;   /* messages kept while the partition is paused */
     uint64_t dead_letters_in_flight; /* dead letters waiting for their delivery report */
+    uint64_t offset_map_bytes;       /* the length of the offset map the last acknowledged commit
+                                        carried, 0 for none */
 } rl_consumer_partition_stats;
 
 typedef struct rl_consumer_stats {
@@ -283,6 +297,11 @@ typedef struct rl_consumer_stats {
                            their tickets answer RL_ESTALE */
     uint64_t commits, commit_failures;
     uint64_t dlq_producer_restarts; /* dead-letter producers replaced after a fatal error */
+    uint64_t skipped; /* messages not handed to the handler: the committed offset map, read at
+                         their partition's assignment, says they had completed */
+    uint64_t offset_map_rejected; /* assignments whose committed metadata was no usable map
+                                     (another tool's, damaged, of another version, not about
+                                     the committed offset, unreadable): handled again */
 } rl_consumer_stats;
 
 /* Fills *out and up to cap partition entries (assigned partitions); *n (may be NULL) gets how

@@ -15,6 +15,7 @@
 # Usage: tests/cluster/process_cluster.sh DEMO CHECK_RECORDS
 #        (DEMO: build/examples/ringlane-demo; CHECK_RECORDS: build/tests/cluster/check_records)
 # Environment: SEED (16), MESSAGES (42000), RATE (events/s, 1500), KILLS (4),
+#   OFFSET_MAP_MAX_BYTES (the consumers' --offset-map-max-bytes; 0 turns the offset map off),
 #   KEEP=1 keeps the work directory (its path is printed) for a look at the files.
 # Loopback only; about 40 s. Timing never decides the verdict: the drain's deadline (90 s)
 # only ends a run that lost events, which check_records then reports.
@@ -25,6 +26,8 @@ seed="${SEED:-16}"
 messages="${MESSAGES:-42000}"
 rate="${RATE:-1500}"
 kills="${KILLS:-4}"
+map_opt=""
+[ -n "${OFFSET_MAP_MAX_BYTES:-}" ] && map_opt="--offset-map-max-bytes $OFFSET_MAP_MAX_BYTES"
 keys=300
 group=ringlane-cluster
 work=$(mktemp -d)
@@ -88,7 +91,7 @@ inc_3=0
 start_consumer() {
     eval "inc=\$((inc_$1 + 1)); inc_$1=\$inc"
     "$demo" --role consumer --bootstrap-servers "$servers" --group "$group" --name "consumer-$1" \
-        --keys "$keys" --session-timeout-ms 3000 --no-progress \
+        --keys "$keys" --session-timeout-ms 3000 --no-progress $map_opt \
         --record "$work/consumer-$1.$inc.rec" >>"$work/consumer-$1.log" 2>&1 3>&- 4<&- &
     eval "pid_$1=\$!"
     say "start consumer-$1 (incarnation $inc, pid $!)"

@@ -83,3 +83,17 @@ write("fuzz_dispatch", "revoke", bytes([2, 8, 32, 3]) + ops(
 write("fuzz_dispatch", "failures", bytes([1, 4, 8, 2]) + ops(*[(0, 8 * f) for f in range(4)]) + b"\0")
 write("fuzz_dispatch", "remove-last", bytes([1, 4, 8, 1]) + ops((0, 0), (3, 0), (0, 1), (2, 1)) + b"\1")
 write("fuzz_dispatch", "zero-lanes", bytes([0, 4, 8, 1]))
+
+# fuzz_offset_map: even first byte, a metadata text; odd, a map to write (base: 8 bytes, a
+# shift, the limit: 2 bytes, then (gap, run) byte pairs).
+MAPS = [b"ringlane1:AegHCuwDLa64mQ", b"ringlane1:AOgH6QcB8wMB9AOW2I1M",
+        b"ringlane1:AegHCuwDLa64mA", b"ringlane2:AegHCuwDLa64mQ", b"checkpoint 42", b"",
+        b"ringlane1:", b"ringlane1:AegHCuwDLa64mQ=="]
+for i, text in enumerate(MAPS):
+    write("fuzz_offset_map", "text-%02d" % i, b"\0" + text)
+write("fuzz_offset_map", "write-small", b"\1" + (1000).to_bytes(8, "big") + b"\0" +
+      (4096).to_bytes(2, "big") + bytes([1, 1, 0, 4, 3, 0, 0, 200]))
+write("fuzz_offset_map", "write-tight", b"\1" + (2 ** 40).to_bytes(8, "big") + b"\0" +
+      (40).to_bytes(2, "big") + bytes([0, 0] * 40))
+write("fuzz_offset_map", "write-long-runs", b"\1" + (7).to_bytes(8, "big") + b"\3" +
+      (64).to_bytes(2, "big") + bytes([255, 255] * 8))

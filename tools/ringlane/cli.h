@@ -89,6 +89,7 @@ int cmd_table(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_hash(int argc, char **argv);
 int cmd_profiles(int argc, char **argv);
+int cmd_offsets(int argc, char **argv);
 
 /* An option: "--name VALUE" (or --name=VALUE) when value is set, else a flag. */
 typedef struct cli_opt {

@@ -16,16 +16,18 @@ static const char usage[] =
     "  stats     each node's arc share and the spread of the ring\n"
     "  hash      hash strings with one of ringlane's hash functions\n"
     "  profiles  list the ring profiles (profiles NAME: one in full)\n"
-    "route, diff and stats take --json. 'ringlane COMMAND --help' (or 'ringlane help\n"
-    "COMMAND') gives a command's options, 'man ringlane' the manual. Exit status 2\n"
+    "  offsets   decode the offset maps the ordered consumer commits\n"
+    "route, diff, stats and offsets take --json. 'ringlane COMMAND --help' (or 'ringlane\n"
+    "help COMMAND') gives a command's options, 'man ringlane' the manual. Exit status 2\n"
     "means bad arguments.\n";
 
 static const struct {
     const char *name;
     int (*run)(int, char **);
 } commands[] = {
-    {"route", cmd_route}, {"diff", cmd_diff}, {"table", cmd_table},
-    {"stats", cmd_stats}, {"hash", cmd_hash}, {"profiles", cmd_profiles},
+    {"route", cmd_route},     {"diff", cmd_diff}, {"table", cmd_table},
+    {"stats", cmd_stats},     {"hash", cmd_hash}, {"profiles", cmd_profiles},
+    {"offsets", cmd_offsets},
 };
 
 static int (*command_named(const char *name))(int, char **)

@@ -25,8 +25,8 @@ _ringlane()
     case $bin in \~/*) bin=$HOME/${bin:2} ;; esac # as typed: "~/bin/ringlane"
 
     if ((COMP_CWORD == 1)); then
-        mapfile -t COMPREPLY < <(compgen -W "route diff table stats hash profiles help --help
-            --version" -- "$cur")
+        mapfile -t COMPREPLY < <(compgen -W "route diff table stats hash profiles offsets help
+            --help --version" -- "$cur")
         return 0
     fi
     if [[ $cmd == help ]]; then # "ringlane help COMMAND": one command's help
@@ -60,6 +60,13 @@ _ringlane()
     stats) words="--profile --vnodes --nodes --json --help" ;;
     hash) words="--hash --help" ;;
     profiles) words="--long --help $(_ringlane_profiles "$bin")" ;;
+    offsets)
+        if ((COMP_CWORD == 2)); then
+            words="decode --help"
+        else
+            words="--json --help" # then TEXT: a map of the user's
+        fi
+        ;;
     *) return 0 ;;
     esac
     mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur")
