@@ -85,8 +85,10 @@ static void read_maps(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts,
 
 static void assign(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts)
 {
+    /* A consumer that began leaving releases an assignment at once (assign_late) and can no
+     * longer ask its group for the committed offsets: it reads no maps. */
     rd_kafka_topic_partition_list_t *fresh =
-        c->map_read ? rd_kafka_topic_partition_list_new(parts->cnt) : NULL;
+        c->map_read && !c->leaving ? rd_kafka_topic_partition_list_new(parts->cnt) : NULL;
     for (int i = 0; i < parts->cnt; i++) {
         const rd_kafka_topic_partition_t *e = &parts->elems[i];
         rl__part *p = rl__part_get(c, e->topic, e->partition, true);

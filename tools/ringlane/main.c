@@ -17,9 +17,9 @@ static const char usage[] =
     "  hash      hash strings with one of ringlane's hash functions\n"
     "  profiles  list the ring profiles (profiles NAME: one in full)\n"
     "  offsets   decode the offset maps the ordered consumer commits\n"
-    "route, diff, stats and offsets take --json. 'ringlane COMMAND --help' (or 'ringlane\n"
-    "help COMMAND') gives a command's options, 'man ringlane' the manual. Exit status 2\n"
-    "means bad arguments.\n";
+    "route, diff, stats and offsets take --json. 'ringlane COMMAND --help' or\n"
+    "'ringlane help COMMAND' gives a command's options, 'man ringlane' the manual.\n"
+    "Exit status 2 means bad arguments.\n";
 
 static const struct {
     const char *name;
