@@ -159,8 +159,6 @@ struct rl_consumer {
      * under an unchanged watermark). */
     bool map_read;              /* assignments read the committed maps */
     bool map_write;             /* commits carry maps (off once the broker refused one) */
-    uint64_t span_cap[10];      /* the longest span whose maps fit, by the varint length of
-                                   the span's end */
     char *map_text;             /* a map being written: offset_map_max_bytes + 1 */
     rl__offset_span *map_spans; /* ... and its spans */
     size_t map_spans_cap;

@@ -102,6 +102,25 @@ uint64_t rl__offset_map_span_cap(size_t max_bytes, int64_t base_hi)
     return lo >= 2 ? lo : 0;
 }
 
+bool rl__offset_map_fits(int64_t from, int64_t end, size_t max_bytes)
+{
+    if (from < 0)
+        from = 0;
+    if (end - from < 2)
+        return true; /* no map: its base is never complete */
+    if (rl__offset_map_bitmap_len(from, (uint64_t)(end - from)) > max_bytes)
+        return false;
+    for (int bits = 7; bits <= 56; bits += 7) { /* 2^7 .. 2^56: a varint byte more */
+        int64_t b = (int64_t)1 << bits;
+        if (b >= end)
+            break;
+        if (b > from && end - b >= 2 &&
+            rl__offset_map_bitmap_len(b, (uint64_t)(end - b)) > max_bytes)
+            return false;
+    }
+    return true;
+}
+
 /* --- writing --- */
 
 /* Visits the runs of the spans (merging adjacent ones): not complete, complete, ... */

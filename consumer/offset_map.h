@@ -6,6 +6,7 @@
 #ifndef RINGLANE_CONSUMER_OFFSET_MAP_H
 #define RINGLANE_CONSUMER_OFFSET_MAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,6 +57,13 @@ size_t rl__offset_map_bitmap_len(int64_t base, uint64_t span);
 /* The largest span whose every map fits in max_bytes, for bases up to base_hi (its varint
  * length is the one counted): 0 when not even two offsets fit. */
 uint64_t rl__offset_map_span_cap(size_t max_bytes, int64_t base_hi);
+
+/* Whether every map whose base lies in [from, end) and whose span ends at `end` fits in
+ * max_bytes: the test a partition makes before it takes offset end - 1, with `from` its
+ * oldest unfinished offset. Exact: the bitmap's length grows with the span and with the
+ * base's varint length, so the longest is at `from` or where the base's varint grows a byte
+ * (128, 16384, ...) within the range. */
+bool rl__offset_map_fits(int64_t from, int64_t end, size_t max_bytes);
 
 /* Writes the map of the complete offsets `spans` (n of them, ascending, not overlapping,
  * adjacent ones allowed; all above base) as text into out (cap bytes; a NUL follows when there

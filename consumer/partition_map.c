@@ -11,23 +11,15 @@
  *
  * Exactness: a map is written in the shorter of two forms, and one of them, the bitmap, has a
  * length that depends on the span alone (the offsets from the base to the last complete one).
- * A partition takes an offset only if the span it could then reach fits as a bitmap within
- * offset_map_max_bytes, so whatever completes later, every map fits: none is ever cut. */
+ * A partition takes an offset only if every map it could then write (from its oldest
+ * unfinished offset or any later base to that offset) fits as a bitmap within
+ * offset_map_max_bytes, so whatever completes later, every map fits: none is ever cut; and
+ * it refuses no offset whose maps would all fit. */
 #include "consumer_internal.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-
-static size_t varint_len(uint64_t v)
-{
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
 
 int rl__map_init(rl_consumer_t *c)
 {
@@ -35,11 +27,6 @@ int rl__map_init(rl_consumer_t *c)
     c->map_read = c->map_write = max != 0;
     if (!max)
         return 0;
-    for (size_t len = 1; len < sizeof c->span_cap / sizeof *c->span_cap; len++) {
-        /* The largest value of that many varint bytes (63 bits at most). */
-        int64_t hi = len >= 9 ? INT64_MAX : (int64_t)((UINT64_C(1) << (7 * len)) - 1);
-        c->span_cap[len] = rl__offset_map_span_cap(max, hi);
-    }
     c->map_text = malloc((size_t)max + 1);
     return c->map_text ? 0 : RL_ENOMEM;
 }
@@ -59,16 +46,11 @@ void rl__map_forget(rl__part *p)
     p->prior_at = 0;
 }
 
-/* The longest span whose maps all fit, when the span ends at `end`. */
-static uint64_t span_cap(const rl_consumer_t *c, int64_t end)
-{
-    return c->span_cap[varint_len((uint64_t)(end < 0 ? 0 : end))];
-}
-
 /* Taking `offset` lets the map span from the oldest unfinished offset (or `offset`, when none
- * is) to `offset`, or to the end of the map read at the assignment if that is further. Any
- * later base lies within that span and its varint is no longer than the end's, so the check
- * holds for every map until the next offset is taken. */
+ * is) to `offset`, or to the end of the map read at the assignment if that is further. Every
+ * later base lies within that span, and rl__offset_map_fits checks every one of them, so the
+ * check holds for every map until the next offset is taken; and it refuses an offset only
+ * when some such map would not fit. */
 bool rl__map_admits(rl_consumer_t *c, const rl__part *p, int64_t offset)
 {
     if (!c->map_write)
@@ -78,7 +60,7 @@ bool rl__map_admits(rl_consumer_t *c, const rl__part *p, int64_t offset)
     int64_t end = offset + 1;
     if (p->prior.n && p->prior.end > end)
         end = p->prior.end;
-    return (uint64_t)(end - from) <= span_cap(c, end);
+    return rl__offset_map_fits(from, end, c->opts.offset_map_max_bytes);
 }
 
 bool rl__map_skips(rl__part *p, int64_t offset)
@@ -201,7 +183,7 @@ void rl__map_adopt(rl_consumer_t *c, rl__part *p, const rd_kafka_topic_partition
     } else if (m.base != committed->offset) {
         snprintf(text, sizeof text, "its base %" PRId64 " is not the committed offset", m.base);
         reject(c, p, committed->offset, text);
-    } else if (c->map_write && (uint64_t)(m.end - m.base) > span_cap(c, m.end)) {
+    } else if (c->map_write && !rl__offset_map_fits(m.base, m.end, c->opts.offset_map_max_bytes)) {
         snprintf(text, sizeof text,
                  "it spans %" PRId64 " offsets, more than offset_map_max_bytes %u allows",
                  m.end - m.base, (unsigned)c->opts.offset_map_max_bytes);

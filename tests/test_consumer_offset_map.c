@@ -525,11 +525,14 @@ static void intake_stops_at_the_span_cap(void **state)
     static logmap lm;
     produce_keys(topic, 1, KEYS, PER_KEY, &lm);
     assert_int_equal(lm.key[0][0], 0);
-    /* The span cap when the oldest unfinished offset is 0: the largest n with n offsets
-     * fitting when the span ends at n. */
-    uint64_t cap = 0;
-    while (cap + 1 <= rl__offset_map_span_cap(LIMIT, (int64_t)cap + 1))
-        cap++;
+    /* The span cap when the oldest unfinished offset is 0: the largest n for which every
+     * map from a base b in 0..n-1 to offset n - 1 fits (by brute force over the bitmap's
+     * length, the longest form). */
+    uint64_t cap = 2;
+    for (bool fits = true; fits; cap += fits) {
+        for (uint64_t b = 0; fits && cap + 1 - b >= 2; b++)
+            fits = rl__offset_map_bitmap_len((int64_t)b, cap + 1 - b) <= LIMIT;
+    }
     assert_true(cap > 100 && cap < (uint64_t)lm.high[0] - 50);
     static om_ctx x;
     om_init(&x, KEYS);

@@ -241,6 +241,63 @@ static void span_cap_is_exact(void **state)
                   (unsigned long long)rl__offset_map_span_cap(4096, INT64_MAX));
 }
 
+/* Brute force: whether every map with a base in [from, end) and a span ending at end fits. */
+static bool every_base_fits(int64_t from, int64_t end, size_t limit)
+{
+    for (int64_t b = from; end - b >= 2; b++)
+        if (rl__offset_map_bitmap_len(b, (uint64_t)(end - b)) > limit)
+            return false;
+    return true;
+}
+
+/* rl__offset_map_fits, the test a partition makes before it takes an offset, against brute
+ * force: at the largest end it admits every map from every later base fits, and one offset
+ * more makes some map too long; so intake stops exactly there. Around the bases where the
+ * varint grows a byte (128, 16384, 2^21, 2^35) and far from them. Below 128 the exact end is
+ * past the conservative cap counted with the end's varint length (the check before: 248
+ * offsets instead of 256 at 64 bytes). */
+static void fits_is_exact(void **state)
+{
+    (void)state;
+    size_t limits[] = {RL__OFFSET_MAP_MIN_BYTES, 40, 64, 100, 1001, 4096};
+    int64_t froms[] = {0,
+                       1,
+                       71,
+                       100,
+                       120,
+                       127,
+                       128,
+                       16300,
+                       16383,
+                       16384,
+                       1000000,
+                       ((int64_t)1 << 21) - 60,
+                       ((int64_t)1 << 35) - 3,
+                       ((int64_t)1 << 56) - 5};
+    for (size_t li = 0; li < sizeof limits / sizeof *limits; li++) {
+        for (size_t fi = 0; fi < sizeof froms / sizeof *froms; fi++) {
+            size_t limit = limits[li];
+            int64_t from = froms[fi], end = from + 2;
+            assert_true(rl__offset_map_fits(from, end, limit));
+            while (rl__offset_map_fits(from, end + 1, limit))
+                end++;
+            assert_true(every_base_fits(from, end, limit));
+            assert_false(every_base_fits(from, end + 1, limit));
+            assert_false(rl__offset_map_fits(from, end + 2, limit));
+        }
+    }
+    /* 64 bytes, the oldest unfinished offset 0: 256 offsets, where the cap counted with the
+     * end's varint length stopped at 248. */
+    int64_t end = 2;
+    while (rl__offset_map_fits(0, end + 1, 64))
+        end++;
+    assert_int_equal(end, 256);
+    assert_int_equal(rl__offset_map_span_cap(64, end), 248);
+    /* Spans of one offset or none need no map. */
+    assert_true(rl__offset_map_fits(5, 6, RL__OFFSET_MAP_MIN_BYTES));
+    assert_true(rl__offset_map_fits(5, 5, RL__OFFSET_MAP_MIN_BYTES));
+}
+
 /* --- the encoder's refusals --- */
 
 static void encoder_refuses_bad_spans(void **state)
@@ -440,6 +497,7 @@ int main(void)
         cmocka_unit_test(docs_examples),
         cmocka_unit_test(round_trips_in_the_shorter_form),
         cmocka_unit_test(span_cap_is_exact),
+        cmocka_unit_test(fits_is_exact),
         cmocka_unit_test(encoder_refuses_bad_spans),
         cmocka_unit_test(other_tools_and_versions),
         cmocka_unit_test(cut_and_changed_texts),
