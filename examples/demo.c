@@ -789,6 +789,11 @@ static int run_all(void)
     }
     if (!wait_settled()) {
         fprintf(stderr, "\nringlane-demo: the group did not form in %d s\n", SETTLE_TIMEOUT_S);
+        for (int i = 0; i < DEMO_CONSUMERS; i++) {
+            char line[400];
+            demo_consumer_describe(&cons[i], line, sizeof line);
+            fprintf(stderr, "  %s\n", line);
+        }
         return 1;
     }
     phase_name = "events flowing";

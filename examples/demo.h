@@ -87,6 +87,8 @@ int demo_consumer_start(demo_consumer *dc, struct demo *app, int index);
 int demo_consumer_command(demo_consumer *dc, int cmd, const char *arg);
 void demo_consumer_stop(demo_consumer *dc);
 int demo_consumer_assigned(demo_consumer *dc);
+/* One line for a report: the partitions it holds, its on_error count and the last message. */
+void demo_consumer_describe(demo_consumer *dc, char *out, size_t cap);
 
 /* --- the producer --- */
 

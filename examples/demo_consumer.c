@@ -276,6 +276,14 @@ void demo_consumer_stop(demo_consumer *dc)
     uv_mutex_destroy(&dc->mu);
 }
 
+void demo_consumer_describe(demo_consumer *dc, char *out, size_t cap)
+{
+    uv_mutex_lock(&dc->mu);
+    snprintf(out, cap, "%s: %d partitions assigned, %ld errors%s%s", dc->name, dc->assigned,
+             dc->errors, dc->errors ? ", the last: " : "", dc->errors ? dc->last_error : "");
+    uv_mutex_unlock(&dc->mu);
+}
+
 int demo_consumer_assigned(demo_consumer *dc)
 {
     uv_mutex_lock(&dc->mu);
