@@ -394,19 +394,34 @@ static void close_as_the_first_assignment_arrives(void **state)
  * consumer reports them and releases them at once, having taken none of their messages (the
  * old code reported them assigned and never revoked). */
 static void late_assignment_case(const char *group, const char *topic, const char *strategy,
-                                 bool stuck, const char *expect)
+                                 bool stuck, const char *expect, const char *missed)
 {
-    char topics[128];
-    snprintf(topics, sizeof topics, "%s,close-late-denied", topic);
-    rd_kafka_mock_topic_set_error(k.mock, "close-late-denied",
-                                  RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
-    cthread a;
-    start_holder(&a, group, topic, strategy);
-    child_result r = run_late_child(group, topics, strategy, "1", "2", stuck);
-    assert_true(WIFEXITED(r.status));
-    assert_int_equal(WEXITSTATUS(r.status), 0);
-    assert_non_null(strstr(r.out, expect));
-    holder_goes_on(&a, topic);
+    /* The child waits for two events in its queue; when they are two errors (librdkafka
+     * repeats the refused topic's) rather than an error and the assignment, the assignment
+     * comes only after the close and the case did not arise: `missed` is that outcome, and
+     * the case runs again in a fresh group, three times at most. */
+    for (int attempt = 0; attempt < 3; attempt++) {
+        char g[96], t[96], topics[160];
+        snprintf(g, sizeof g, "%s-%d", group, attempt);
+        snprintf(t, sizeof t, "%s-%d", topic, attempt);
+        snprintf(topics, sizeof topics, "%s,close-late-denied", t);
+        rd_kafka_mock_topic_set_error(k.mock, "close-late-denied",
+                                      RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+        cthread a;
+        start_holder(&a, g, t, strategy);
+        child_result r = run_late_child(g, topics, strategy, "1", "2", stuck);
+        assert_true(WIFEXITED(r.status));
+        assert_int_equal(WEXITSTATUS(r.status), 0);
+        bool again = missed && strstr(r.out, missed);
+        if (!again)
+            assert_non_null(strstr(r.out, expect));
+        holder_goes_on(&a, t);
+        if (!again)
+            return;
+        print_message("the assignment was not queued behind the error (attempt %d): again\n",
+                      attempt + 1);
+    }
+    fail_msg("the late assignment did not arise in 3 attempts");
 }
 
 static void assignment_served_after_the_close_began_leaving(void **state)
@@ -416,14 +431,16 @@ static void assignment_served_after_the_close_began_leaving(void **state)
     late_assignment_case("g-close-late-behind", "close-late-behind", "cooperative-sticky", stuck,
                          stuck ? "closed=1 assigned=0 revoked=0 errors=3 left_undestroyed=1 "
                                  "issue4527=1 "
-                               : "closed=1 assigned=0 revoked=0 errors=1 left_undestroyed=0 ");
+                               : "closed=1 assigned=0 revoked=0 errors=1 left_undestroyed=0 ",
+                         NULL);
 }
 
 static void eager_assignment_served_after_the_close_began_leaving(void **state)
 {
     (void)state;
     late_assignment_case("g-close-late-eager", "close-late-eager", "range", false,
-                         "closed=1 assigned=2 revoked=2 errors=1 left_undestroyed=0 ");
+                         "closed=1 assigned=2 revoked=2 errors=1 left_undestroyed=0 ",
+                         "closed=1 assigned=0 revoked=0 errors=1 left_undestroyed=0 ");
 }
 
 /* The eager protocol has no assignor state: the same window is no danger. */
