@@ -15,6 +15,9 @@
  *                                        1, profiles default, balanced and jump
  *   bench_async change                   add_lane / remove_lane with 100,000 jobs queued over
  *                                        4,096 async lanes (last_change_ns)
+ *   bench_async loopcpu [JOBS [RUNS]]    the loop thread's CPU per job at 1,024 / 8,192 / 65,536
+ *                                        lanes (jobs ending at once and after 1 ms), ratios
+ *                                        against 1,024 (RINGLANE_BENCH_PROFILE: the ring profile)
  *   bench_async one timer|now LANES JOBS one dispatcher run (for perf stat or callgrind)
  *
  * Jobs are submitted from the loop thread, which also runs the async handlers: a uv_check
@@ -64,12 +67,23 @@ static void *xcalloc(size_t n, size_t size)
     return p;
 }
 
-static double cpu_seconds(void)
+static double rusage_seconds(int who)
 {
     struct rusage u;
-    getrusage(RUSAGE_SELF, &u);
+    getrusage(who, &u);
     return (double)u.ru_utime.tv_sec + (double)u.ru_utime.tv_usec * 1e-6 +
            (double)u.ru_stime.tv_sec + (double)u.ru_stime.tv_usec * 1e-6;
+}
+
+static double cpu_seconds(void)
+{
+    return rusage_seconds(RUSAGE_SELF);
+}
+
+/* The CPU of the calling thread: the loop thread, which runs the async handlers. */
+static double loop_cpu_seconds(void)
+{
+    return rusage_seconds(RUSAGE_THREAD);
 }
 
 /* Lane names "lane-0" .. "lane-<n-1>" (one block, kept for the process). */
@@ -99,8 +113,8 @@ typedef struct feeder {
     uv_check_t check;
     uint64_t jobs, submitted, ended, window, refused;
     uint64_t t0, t1, t10, t90; /* start, end, and when 10% and 90% of the jobs had ended */
-    double cpu10, cpu90;
-    void (*finished)(struct feeder *f); /* after the last on_done */
+    double cpu10, cpu90, loop10, loop90; /* the process's and the loop thread's CPU seconds */
+    void (*finished)(struct feeder *f);  /* after the last on_done */
 } feeder;
 
 static void feed(feeder *f)
@@ -141,9 +155,11 @@ static int feeder_count(feeder *f)
     if (f->ended == f->jobs / 10) {
         f->t10 = uv_hrtime();
         f->cpu10 = cpu_seconds();
+        f->loop10 = loop_cpu_seconds();
     } else if (f->ended == f->jobs - f->jobs / 10) {
         f->t90 = uv_hrtime();
         f->cpu90 = cpu_seconds();
+        f->loop90 = loop_cpu_seconds();
     }
     if (f->ended < f->jobs)
         return 0;
@@ -167,6 +183,7 @@ static void feeder_ended(feeder *f)
  * seconds per second in that steady part (1.0: one core busy). */
 typedef struct rate {
     double whole, steady, cpu;
+    double loop_us; /* the loop thread's CPU microseconds per job, steady */
 } rate;
 
 static rate feeder_rate(const feeder *f)
@@ -174,7 +191,9 @@ static rate feeder_rate(const feeder *f)
     double steady_s = (double)(f->t90 - f->t10) / 1e9;
     return (rate){.whole = (double)f->jobs / ((double)(f->t1 - f->t0) / 1e9),
                   .steady = (double)(f->jobs - 2 * (f->jobs / 10)) / steady_s,
-                  .cpu = (f->cpu90 - f->cpu10) / steady_s};
+                  .cpu = (f->cpu90 - f->cpu10) / steady_s,
+                  .loop_us =
+                      (f->loop90 - f->loop10) * 1e6 / (double)(f->jobs - 2 * (f->jobs / 10))};
 }
 
 /* ------------------------------------------------------------------ timer: 1 ms async jobs */
@@ -266,6 +285,10 @@ static rate run_timer(size_t lanes, uint64_t delay_ms, uint64_t jobs)
     o.on_done = timer_done;
     o.on_capacity = timer_capacity;
     o.data = r;
+    rl_ring_options ring;
+    rl_ring_options_init(&ring);
+    ring.profile = getenv("RINGLANE_BENCH_PROFILE"); /* NULL: the default */
+    o.ring = &ring;
     int rc = rl_dispatch_init(&r->loop, &o, &r->f.d);
     if (rc)
         die("rl_dispatch_init", rc);
@@ -297,6 +320,49 @@ static void timer_table(uint64_t jobs)
                timed.steady / now.steady, timed.steady >= 300000 ? "met" : "missed");
         fflush(stdout);
     }
+}
+
+/* ------------------------------------------------------------------ loop CPU per job by lanes */
+
+/* The loop thread's CPU per job at 1,024, 8,192 and 65,536 lanes, jobs that end inside their
+ * handler and jobs that end 1 ms later, with on_capacity set (as the consumer sets it); runs
+ * interleaved, medians, ratios against 1,024 lanes. Work on the loop that grows with the lane
+ * count shows here. */
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void loop_cpu_table(uint64_t jobs, int runs)
+{
+    enum { NL = 3, MAX_RUNS = 15 };
+    static const size_t lanes[NL] = {1024, 8192, 65536};
+    const char *profile = getenv("RINGLANE_BENCH_PROFILE");
+    if (runs < 1 || runs > MAX_RUNS)
+        runs = 3;
+    double us[2][NL][MAX_RUNS];
+    for (int r = 0; r < runs; r++)
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < NL; i++)
+                us[k][i][r] = run_timer(lanes[i], (uint64_t)k, jobs).loop_us;
+    printf("loop thread CPU per job (getrusage RUSAGE_THREAD, 10%% to 90%% of the jobs ended), "
+           "%llu jobs, %d keys, profile %s, median of %d runs interleaved\n",
+           (unsigned long long)jobs, NKEYS, profile ? profile : "default", runs);
+    printf("%-7s %12s %7s %12s %7s\n", "lanes", "at once us", "ratio", "1 ms us", "ratio");
+    double base[2] = {0, 0};
+    for (int i = 0; i < NL; i++) {
+        double med[2];
+        for (int k = 0; k < 2; k++) {
+            qsort(us[k][i], (size_t)runs, sizeof us[k][i][0], cmp_double);
+            med[k] = us[k][i][runs / 2];
+            if (i == 0)
+                base[k] = med[k];
+        }
+        printf("%-7zu %12.3f %7.2f %12.3f %7.2f\n", lanes[i], med[0], med[0] / base[0], med[1],
+               med[1] / base[1]);
+    }
+    fflush(stdout);
 }
 
 /* ------------------------------------------------------------------ tcp: a round trip per job */
@@ -788,6 +854,10 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "all";
     uint64_t jobs = argc > 2 ? strtoull(argv[2], NULL, 10) : 0;
     int all = strcmp(mode, "all") == 0;
+    if (strcmp(mode, "loopcpu") == 0) {
+        loop_cpu_table(jobs ? jobs : 1000000, argc > 3 ? atoi(argv[3]) : 3);
+        return 0;
+    }
     if (strcmp(mode, "one") == 0) {
         if (argc != 5)
             die("usage: bench_async one timer|now LANES JOBS", RL_EINVAL);

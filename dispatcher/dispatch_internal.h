@@ -206,7 +206,11 @@ typedef struct rl__lane {
     rl__park *parks;          /* keys parked here for a retry (their jobs count in parked) */
     bool owned, queued;       /* see above: they change when an executor takes or gives it */
     bool blocked;             /* a waiting submitter was refused here (under mu) */
-    atomic_bool refused;      /* a submission to this lane got RL_EAGAIN */
+    /* A submission to this lane got RL_EAGAIN and on_capacity has not been called since: the
+     * lane is then on the dispatcher's refused stack or list (next_refused links it). Set, and
+     * the lane pushed, under mu; cleared by the loop thread once it has unlinked the lane. */
+    atomic_bool refused;
+    struct rl__lane *next_refused;
 
     rl_dispatcher_t *d;
     char *name;
@@ -312,6 +316,13 @@ struct rl_dispatcher {
 
     atomic_uint_fast64_t jobs, seq, refused, done, dead, returned_count;
     atomic_bool refused_global;
+    /* Lanes that refused a submission since on_capacity was last called: pushed by submitters
+     * (a stack, any thread), taken onto the loop thread's list by rl__check_capacity, which
+     * looks only at them: its work follows the refusals, not the lane count. capacity_looks
+     * counts the lanes it has looked at (loop thread; the tests read it). */
+    _Atomic(rl__lane *) refused_new;
+    rl__lane *refused_lanes;
+    uint64_t capacity_looks;
     atomic_bool blocked_global; /* a waiting submitter was refused by max_jobs */
 
     uv_mutex_t space_mu; /* blocked submitters wait for room here */
@@ -475,6 +486,11 @@ void rl__hand_back(rl_dispatcher_t *d, rl__jobq *q);
 
 /* Loop thread: fires on_capacity if a refused submission would now find room. */
 void rl__check_capacity(rl_dispatcher_t *d);
+/* Under l->mu: notes that l refused a submission (for rl__check_capacity). */
+void rl__note_refused(rl_dispatcher_t *d, rl__lane *l);
+/* Loop thread, l retired and idle (nothing submits to it any more): takes it off the refused
+ * list before it is freed. */
+void rl__forget_refused(rl_dispatcher_t *d, rl__lane *l);
 
 /* lane.c */
 int rl__lane_new(rl_dispatcher_t *d, const char *name, rl__lane **out);

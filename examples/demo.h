@@ -114,12 +114,12 @@ typedef struct demo {
     int partitions, keys, lanes, replication;
     long messages, rate;
     int work_us, idle_exit_s;
-    int session_timeout_ms; /* 0: librdkafka's default (2500 on the mock cluster here) */
+    int session_timeout_ms;    /* 0: librdkafka's default (2500 on the mock cluster here) */
     long offset_map_max_bytes; /* the consumers' offset_map_max_bytes, -1: their default */
-    const char *name;       /* --name: the consumer's name when it runs alone */
-    const char *record;     /* --record FILE: what this process produced or handled */
-    int record_fd;          /* -1: none */
-    int cycles;             /* times the change script runs over the run (--cycles) */
+    const char *name;          /* --name: the consumer's name when it runs alone */
+    const char *record;        /* --record FILE: what this process produced or handled */
+    int record_fd;             /* -1: none */
+    int cycles;                /* times the change script runs over the run (--cycles) */
     bool progress, mock_mode;
     uint64_t run;
     char group_buf[64], dlq_buf[300];

@@ -540,6 +540,103 @@ static void test_max_jobs(void **state)
     ctx_free(c);
 }
 
+/* --- on_capacity follows the lanes that refused --- */
+
+/* A key the dispatcher routes to lane index `lane`, distinct from those before it (i counts on). */
+static void key_on_lane(rl_dispatcher_t *d, uint32_t lane, int *i, char *out, size_t cap)
+{
+    for (;; (*i)++) {
+        snprintf(out, cap, "cap-%d", *i);
+        uint32_t node;
+        assert_rl_ok(rl_ring_lookup(d->route.ring, out, strlen(out), &node));
+        if (node == lane) {
+            (*i)++;
+            return;
+        }
+    }
+}
+
+/* Fills lane `lane` (capacity 2, its worker held elsewhere) with two jobs of one key; `refuse`:
+ * a third is submitted and refused. */
+static void fill_lane(ctx *c, uint32_t lane, int *i, bool refuse)
+{
+    char key[32];
+    key_on_lane(c->d, lane, i, key, sizeof key);
+    for (int k = 0; k < 2; k++)
+        assert_rl_ok(submit(c, new_rec(c, key, 0)));
+    if (refuse) {
+        assert_int_equal(submit(c, new_rec(c, key, 0)), RL_EAGAIN);
+        c->nrec--; /* never queued */
+    }
+}
+
+/* The capacity check looks at the lanes that refused, not at every lane: with 4,096 lanes, two
+ * of them refused and still full, a check looks at one of them (the old code read all 4,096
+ * every time); a full lane that refused nothing does not hold on_capacity back; on_capacity
+ * comes once when the refused lanes have room, and a refused lane that is removed and freed
+ * leaves the list (under ASan, a use after free otherwise). */
+static void test_capacity_follows_refused_lanes(void **state)
+{
+    (void)state;
+    enum { LANES = 4096 };
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, NULL, LANES);
+    o.workers = 1;
+    o.lane_capacity = 2;
+    start(c, &o);
+    gate_set(&c->g, false);
+    int i = 0;
+    char key[32];
+    key_on_lane(c->d, 7, &i, key, sizeof key);
+    rec *held = new_rec(c, key, 0);
+    held->gated = true;
+    assert_rl_ok(submit(c, held));
+    gate_wait_arrived(&c->g, 1); /* the one worker waits in lane 7's handler */
+    fill_lane(c, 100, &i, true);
+    fill_lane(c, 3000, &i, true);
+    fill_lane(c, 200, &i, false); /* full, never refused */
+    uint64_t looks = c->d->capacity_looks;
+    for (int k = 0; k < 5; k++)
+        rl__check_capacity(c->d);
+    assert_int_equal(c->capacity_calls, 0);
+    assert_true(c->d->capacity_looks - looks <= 5); /* one lane per check: the first full one */
+    gate_set(&c->g, true);
+    run_until_done(c, c->nrec);
+    assert_int_equal(c->capacity_calls, 1);
+    assert_null(c->d->refused_lanes);
+
+    /* Lane 300 refuses, then goes while still full: its keys went elsewhere, which counts as
+     * room; it is freed once idle, and a later refusal elsewhere notifies again. */
+    gate_set(&c->g, false);
+    int before = c->nrec;
+    key_on_lane(c->d, 8, &i, key, sizeof key);
+    held = new_rec(c, key, 0);
+    held->gated = true;
+    assert_rl_ok(submit(c, held));
+    gate_wait_arrived(&c->g, 2);
+    fill_lane(c, 300, &i, true);
+    assert_rl_ok(rl_dispatch_remove_lane(c->d, "lane-300"));
+    assert_int_equal(c->capacity_calls, 2);
+    gate_set(&c->g, true);
+    run_until_done(c, c->nrec);
+    for (int k = 0; k < 10 && c->d->n_retiring; k++)
+        uv_run(&c->loop, UV_RUN_NOWAIT);
+    gate_set(&c->g, false);
+    key_on_lane(c->d, 9, &i, key, sizeof key);
+    held = new_rec(c, key, 0);
+    held->gated = true;
+    assert_rl_ok(submit(c, held));
+    gate_wait_arrived(&c->g, 3);
+    fill_lane(c, 400, &i, true);
+    gate_set(&c->g, true);
+    run_until_done(c, c->nrec);
+    assert_int_equal(c->capacity_calls, 3);
+    assert_true(c->nrec > before);
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+}
+
 /* --- rl_dispatch_submit_many --- */
 
 static rl_dispatch_item item_of(rec *r)
@@ -679,6 +776,70 @@ static void test_submit_many_cut_lasts_the_call(void **state)
     assert_true(ended >= CALLS * 8);
     free(items);
     free(status);
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+}
+
+/* Many lanes cut in one call (the set of cut lanes grows several times): each cut lane refuses
+ * its later items, and every lane not cut takes its items, at 4,096 lanes. */
+static void test_submit_many_cuts_many_lanes(void **state)
+{
+    (void)state;
+    enum { LANES = 4096, CUT = 100, FREE = 100 };
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, NULL, LANES);
+    o.workers = 1;
+    o.lane_capacity = 1;
+    start(c, &o);
+    gate_set(&c->g, false);
+    int ki = 0;
+    char key[32];
+    key_on_lane(c->d, 0, &ki, key, sizeof key);
+    rec *held = new_rec(c, key, 0);
+    held->gated = true;
+    assert_rl_ok(submit(c, held));
+    gate_wait_arrived(&c->g, 1);
+    /* Lanes 1..CUT: two items each (the second cuts it); lanes CUT+1..CUT+FREE: one each; then
+     * lanes 1..CUT once more (cut), all in one call. */
+    enum { M = 2 * CUT + FREE + CUT };
+    rl_dispatch_item *items = calloc(M, sizeof *items);
+    int *status = calloc(M, sizeof *status);
+    int *want = calloc(M, sizeof *want);
+    char(*keys)[32] = calloc(CUT + FREE + 1, sizeof *keys);
+    assert_non_null(items);
+    assert_non_null(status);
+    assert_non_null(want);
+    assert_non_null(keys);
+    for (int l = 1; l <= CUT + FREE; l++)
+        key_on_lane(c->d, (uint32_t)l, &ki, keys[l], sizeof keys[l]);
+    int m = 0;
+    for (int l = 1; l <= CUT; l++) {
+        want[m] = 0;
+        items[m++] = item_of(new_rec(c, keys[l], 0));
+        want[m] = RL_EAGAIN;
+        items[m++] = item_of(new_rec(c, keys[l], 0));
+    }
+    for (int l = CUT + 1; l <= CUT + FREE; l++) {
+        want[m] = 0;
+        items[m++] = item_of(new_rec(c, keys[l], 0));
+    }
+    for (int l = 1; l <= CUT; l++) {
+        want[m] = RL_EAGAIN;
+        items[m++] = item_of(new_rec(c, keys[l], 0));
+    }
+    assert_int_equal(m, M);
+    size_t queued = 0;
+    assert_int_equal(rl_dispatch_submit_many(c->d, items, M, status, &queued), RL_EAGAIN);
+    assert_int_equal(queued, CUT + FREE);
+    for (int i = 0; i < M; i++)
+        assert_int_equal(status[i], want[i]);
+    gate_set(&c->g, true);
+    run_until_done(c, 1 + CUT + FREE);
+    free(items);
+    free(status);
+    free(want);
+    free(keys);
     finish(c, RL_DISPATCH_DRAIN);
     ctx_free(c);
 }
@@ -1660,6 +1821,7 @@ int main(void)
         cmocka_unit_test(test_submit_many_order),
         cmocka_unit_test(test_submit_many_cuts_a_full_lane),
         cmocka_unit_test(test_submit_many_cut_lasts_the_call),
+        cmocka_unit_test(test_submit_many_cuts_many_lanes),
         cmocka_unit_test(test_submit_many_limits_and_errors),
         cmocka_unit_test(test_submit_many_without_lanes),
         cmocka_unit_test(test_error_order),
@@ -1680,6 +1842,7 @@ int main(void)
         cmocka_unit_test(test_moves_keep_order),
         cmocka_unit_test(test_stats_json),
         cmocka_unit_test(test_stream_lets_the_loop_run),
+        cmocka_unit_test(test_capacity_follows_refused_lanes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
