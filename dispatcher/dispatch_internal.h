@@ -211,6 +211,13 @@ typedef struct rl__lane {
      * the lane pushed, under mu; cleared by the loop thread once it has unlinked the lane. */
     atomic_bool refused;
     struct rl__lane *next_refused;
+    /* The lane may hold something (queued, parked, in flight, a fence): it is then on the
+     * dispatcher's stack or list of held lanes (next_held_lane links it), and a lane change
+     * looks at it; a lane not on it holds nothing, and a change passes it by. Set, and the lane
+     * pushed, under mu whenever something is put in it (rl__lane_hold); cleared by a change,
+     * under mu, once it has found the lane empty and unlinked it. */
+    atomic_bool held;
+    struct rl__lane *next_held_lane;
 
     rl_dispatcher_t *d;
     char *name;
@@ -323,6 +330,12 @@ struct rl_dispatcher {
     _Atomic(rl__lane *) refused_new;
     rl__lane *refused_lanes;
     uint64_t capacity_looks;
+    /* Lanes that may hold something (see rl__lane.held): pushed by whoever puts something in
+     * an empty lane (a stack, any thread), taken onto the list by a change, which looks only at
+     * them; change_looks counts the lanes changes have looked at (the tests read it). */
+    _Atomic(rl__lane *) held_new;
+    rl__lane *held_lanes;
+    uint64_t change_looks;
     atomic_bool blocked_global; /* a waiting submitter was refused by max_jobs */
 
     uv_mutex_t space_mu; /* blocked submitters wait for room here */
@@ -497,6 +510,15 @@ int rl__lane_new(rl_dispatcher_t *d, const char *name, rl__lane **out);
 void rl__lane_free(rl__lane *l); /* an idle lane no timer names */
 void rl__hist_add(uint64_t *hist, uint64_t ns);
 double rl__hist_quantile_us(const uint64_t *hist, double q);
+
+/* Under l->mu: something is put in l; a lane change must look at it (see rl__lane.held). The
+ * test inline (the lane is on the list already, the common case), the push in lane.c. */
+void rl__lane_hold_slow(rl__lane *l);
+static inline void rl__lane_hold(rl__lane *l)
+{
+    if (!atomic_load_explicit(&l->held, memory_order_relaxed))
+        rl__lane_hold_slow(l);
+}
 
 /* Under l->mu: the depth readable without the lock. Inline: every submission and start sets it. */
 static inline void rl__lane_set_depth(rl__lane *l)

@@ -101,6 +101,7 @@ static void job_number(rl__job *j, uint64_t seq)
  * there is one, else to the queue (true). */
 RL__HOT_INLINE static bool place_job(rl__lane *l, rl__job *j)
 {
+    rl__lane_hold(l);
     if (!l->fences && !l->parks) { /* the common case: no key waits at this lane */
         rl__lq_push(&l->queue, j);
         return true;
