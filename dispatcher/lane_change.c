@@ -25,7 +25,8 @@
  *     Arming and the "job finished" step (whichever thread ends the job: a worker, a
  *     completing thread, the loop's timer, take_tag) both happen under L's mutex, so a fence is
  *     armed only while the job is still in flight and its end always sees it.
- *  C. Move queued jobs. Every lane is scanned front to back, on add and on remove alike; each
+ *  C. Move queued jobs. Every lane that holds jobs is scanned front to back, on add and on
+ *     remove alike (a lane holding nothing has nothing to move: see HELD LANES); each
  *     job whose key the new ring gives to another lane D is taken out and appended, in scan
  *     order, to D's fence for that key if D holds one, else to the end of D's queue. (Removing
  *     a member moves only its own keys in some profiles, but not in all: jump and balanced
@@ -66,11 +67,26 @@
  *  I6 Keys that do not move are not held: no fence is placed on them; their lane pauses only
  *     while its queue is scanned (under its mutex) for the keys that leave.
  *
- * Cost: the critical section walks every lane's queue twice (count, then move). Queues
- * are arrays of (key position, job), and the ring's lookup engine answers most positions with
- * one table read, so routing a queued job touches neither the job nor a binary search in most
- * cases. Everything else (the new ring, the lane array, the new lane and its worker) is made
- * before it.
+ * HELD LANES
+ *
+ * Steps A to C look only at the lanes on the dispatcher's list of held lanes. Whoever puts
+ * something in a lane (a submission, a park, a fence linked to it, a change's moves) puts the
+ * lane on that list first, under its mutex, unless it is there already (rl__lane_hold: a
+ * relaxed load per submission); a change takes the lanes pushed since the last one (the route
+ * lock held for writing keeps every pusher out) and, after its moves, drops the lanes that hold
+ * nothing (nothing queued or parked, no job in flight, no fence of its own or held, no park).
+ * A lane off the list holds nothing, and nothing can arrive while the route lock is held for
+ * writing (submissions, parks and fence releases take it for reading), so A to C have nothing
+ * to do for it. A removed lane leaves the list at its change and is never put on it again (its
+ * fence and parks are looked at through d->retiring).
+ *
+ * Cost: the critical section walks the held lanes' queues twice (count, then move), and the
+ * route's lane array once (room for the moves); lanes that hold nothing are not touched.
+ * Queues are arrays of (key position, job), and the ring's lookup engine answers most
+ * positions with one table read, so routing a queued job touches neither the job nor a binary
+ * search in most cases. Everything else (the new ring, the lane array, the new lane and its
+ * worker) is made before it. At 65,536 idle lanes with `memento` the whole add_lane or
+ * remove_lane call takes about 3.5 ms, most of it the new ring (bench_async lanes).
  */
 #include "dispatch_internal.h"
 #include "error_detail_internal.h"
