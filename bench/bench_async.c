@@ -15,6 +15,13 @@
  *                                        1, profiles default, balanced and jump
  *   bench_async change                   add_lane / remove_lane with 100,000 jobs queued over
  *                                        4,096 async lanes (last_change_ns)
+ *   bench_async loopcpu [JOBS [RUNS]]    the loop thread's CPU per job at 1,024 / 8,192 / 65,536
+ *                                        lanes (jobs ending at once and after 1 ms), ratios
+ *                                        against 1,024 (RINGLANE_BENCH_PROFILE: the ring profile,
+ *                                        RINGLANE_BENCH_KEYS: the keys fed, 10,000 at most)
+ *   bench_async lanes                    the cost of idle async lanes at 1,024 / 8,192 / 65,536:
+ *                                        init, memory per lane, add_lane and remove_lane, per
+ *                                        profile (default, balanced, jump, memento)
  *   bench_async one timer|now LANES JOBS one dispatcher run (for perf stat or callgrind)
  *
  * Jobs are submitted from the loop thread, which also runs the async handlers: a uv_check
@@ -43,6 +50,7 @@
 
 static char keys[NKEYS][16];
 static size_t key_len[NKEYS];
+static int nkeys = NKEYS; /* the keys the feeder uses: RINGLANE_BENCH_KEYS, at most NKEYS */
 
 static void die(const char *what, int rc)
 {
@@ -64,12 +72,23 @@ static void *xcalloc(size_t n, size_t size)
     return p;
 }
 
-static double cpu_seconds(void)
+static double rusage_seconds(int who)
 {
     struct rusage u;
-    getrusage(RUSAGE_SELF, &u);
+    getrusage(who, &u);
     return (double)u.ru_utime.tv_sec + (double)u.ru_utime.tv_usec * 1e-6 +
            (double)u.ru_stime.tv_sec + (double)u.ru_stime.tv_usec * 1e-6;
+}
+
+static double cpu_seconds(void)
+{
+    return rusage_seconds(RUSAGE_SELF);
+}
+
+/* The CPU of the calling thread: the loop thread, which runs the async handlers. */
+static double loop_cpu_seconds(void)
+{
+    return rusage_seconds(RUSAGE_THREAD);
 }
 
 /* Lane names "lane-0" .. "lane-<n-1>" (one block, kept for the process). */
@@ -99,14 +118,14 @@ typedef struct feeder {
     uv_check_t check;
     uint64_t jobs, submitted, ended, window, refused;
     uint64_t t0, t1, t10, t90; /* start, end, and when 10% and 90% of the jobs had ended */
-    double cpu10, cpu90;
-    void (*finished)(struct feeder *f); /* after the last on_done */
+    double cpu10, cpu90, loop10, loop90; /* the process's and the loop thread's CPU seconds */
+    void (*finished)(struct feeder *f);  /* after the last on_done */
 } feeder;
 
 static void feed(feeder *f)
 {
     while (f->submitted < f->jobs && f->submitted - f->ended < f->window) {
-        int k = (int)(f->submitted % NKEYS);
+        int k = (int)(f->submitted % (uint64_t)nkeys);
         int rc = rl_dispatch_try_submit(f->d, keys[k], key_len[k], NULL, 0);
         if (rc == RL_EAGAIN) {
             f->refused++;
@@ -141,9 +160,11 @@ static int feeder_count(feeder *f)
     if (f->ended == f->jobs / 10) {
         f->t10 = uv_hrtime();
         f->cpu10 = cpu_seconds();
+        f->loop10 = loop_cpu_seconds();
     } else if (f->ended == f->jobs - f->jobs / 10) {
         f->t90 = uv_hrtime();
         f->cpu90 = cpu_seconds();
+        f->loop90 = loop_cpu_seconds();
     }
     if (f->ended < f->jobs)
         return 0;
@@ -167,6 +188,7 @@ static void feeder_ended(feeder *f)
  * seconds per second in that steady part (1.0: one core busy). */
 typedef struct rate {
     double whole, steady, cpu;
+    double loop_us; /* the loop thread's CPU microseconds per job, steady */
 } rate;
 
 static rate feeder_rate(const feeder *f)
@@ -174,7 +196,9 @@ static rate feeder_rate(const feeder *f)
     double steady_s = (double)(f->t90 - f->t10) / 1e9;
     return (rate){.whole = (double)f->jobs / ((double)(f->t1 - f->t0) / 1e9),
                   .steady = (double)(f->jobs - 2 * (f->jobs / 10)) / steady_s,
-                  .cpu = (f->cpu90 - f->cpu10) / steady_s};
+                  .cpu = (f->cpu90 - f->cpu10) / steady_s,
+                  .loop_us =
+                      (f->loop90 - f->loop10) * 1e6 / (double)(f->jobs - 2 * (f->jobs / 10))};
 }
 
 /* ------------------------------------------------------------------ timer: 1 ms async jobs */
@@ -266,6 +290,10 @@ static rate run_timer(size_t lanes, uint64_t delay_ms, uint64_t jobs)
     o.on_done = timer_done;
     o.on_capacity = timer_capacity;
     o.data = r;
+    rl_ring_options ring;
+    rl_ring_options_init(&ring);
+    ring.profile = getenv("RINGLANE_BENCH_PROFILE"); /* NULL: the default */
+    o.ring = &ring;
     int rc = rl_dispatch_init(&r->loop, &o, &r->f.d);
     if (rc)
         die("rl_dispatch_init", rc);
@@ -297,6 +325,49 @@ static void timer_table(uint64_t jobs)
                timed.steady / now.steady, timed.steady >= 300000 ? "met" : "missed");
         fflush(stdout);
     }
+}
+
+/* ------------------------------------------------------------------ loop CPU per job by lanes */
+
+/* The loop thread's CPU per job at 1,024, 8,192 and 65,536 lanes, jobs that end inside their
+ * handler and jobs that end 1 ms later, with on_capacity set (as the consumer sets it); runs
+ * interleaved, medians, ratios against 1,024 lanes. Work on the loop that grows with the lane
+ * count shows here. */
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void loop_cpu_table(uint64_t jobs, int runs)
+{
+    enum { NL = 3, MAX_RUNS = 15 };
+    static const size_t lanes[NL] = {1024, 8192, 65536};
+    const char *profile = getenv("RINGLANE_BENCH_PROFILE");
+    if (runs < 1 || runs > MAX_RUNS)
+        runs = 3;
+    double us[2][NL][MAX_RUNS];
+    for (int r = 0; r < runs; r++)
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < NL; i++)
+                us[k][i][r] = run_timer(lanes[i], (uint64_t)k, jobs).loop_us;
+    printf("loop thread CPU per job (getrusage RUSAGE_THREAD, 10%% to 90%% of the jobs ended), "
+           "%llu jobs, %d keys, profile %s, median of %d runs interleaved\n",
+           (unsigned long long)jobs, nkeys, profile ? profile : "default", runs);
+    printf("%-7s %12s %7s %12s %7s\n", "lanes", "at once us", "ratio", "1 ms us", "ratio");
+    double base[2] = {0, 0};
+    for (int i = 0; i < NL; i++) {
+        double med[2];
+        for (int k = 0; k < 2; k++) {
+            qsort(us[k][i], (size_t)runs, sizeof us[k][i][0], cmp_double);
+            med[k] = us[k][i][runs / 2];
+            if (i == 0)
+                base[k] = med[k];
+        }
+        printf("%-7zu %12.3f %7.2f %12.3f %7.2f\n", lanes[i], med[0], med[0] / base[0], med[1],
+               med[1] / base[1]);
+    }
+    fflush(stdout);
 }
 
 /* ------------------------------------------------------------------ tcp: a round trip per job */
@@ -676,6 +747,138 @@ static void memory_table(void)
     }
 }
 
+/* ------------------------------------------------------------------ the cost of lanes */
+
+static int cmp_u64(const void *a, const void *b);
+
+/* In a child process: a dispatcher of `lanes` idle async lanes of `profile`: rl_dispatch_init's
+ * time, the RSS and heap it adds, and the median time of the whole add_lane and remove_lane
+ * calls (each repeated REPS times: a lane added, then removed; and a lane of the start removed,
+ * then added back), with the largest critical section (max_change_ns). */
+enum { LANE_REPS = 5, LANE_COST_FIELDS = 7 };
+
+static uint64_t median_u64(uint64_t *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_u64);
+    return v[n / 2];
+}
+
+static void lane_cost_child(const char *profile, size_t lanes, int fd)
+{
+    const char **names = lane_names(lanes + LANE_REPS); /* the caller's, not counted */
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    rl_ring_options ring;
+    rl_ring_options_init(&ring);
+    ring.profile = profile;
+    rl_dispatch_options o;
+    rl_dispatch_options_init(&o);
+    o.lanes = names;
+    o.lane_count = lanes;
+    o.ring = &ring;
+    o.async_handler = noop_async;
+    long rss0 = rss_bytes(), heap0 = heap_bytes();
+    rl_dispatcher_t *d;
+    uint64_t t = uv_hrtime();
+    int rc = rl_dispatch_init(&loop, &o, &d);
+    uint64_t init_ns = uv_hrtime() - t;
+    if (rc)
+        die("rl_dispatch_init", rc);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    long rss = rss_bytes() - rss0, heap = heap_bytes() - heap0;
+    uint64_t add[2 * LANE_REPS], rem[2 * LANE_REPS];
+    char name[32];
+    for (int i = 0; i < LANE_REPS; i++) {
+        t = uv_hrtime();
+        if ((rc = rl_dispatch_add_lane(d, names[lanes + (size_t)i])))
+            die("rl_dispatch_add_lane", rc);
+        add[i] = uv_hrtime() - t;
+        uv_run(&loop, UV_RUN_NOWAIT);
+        t = uv_hrtime();
+        if ((rc = rl_dispatch_remove_lane(d, names[lanes + (size_t)i])))
+            die("rl_dispatch_remove_lane", rc);
+        rem[i] = uv_hrtime() - t;
+        uv_run(&loop, UV_RUN_NOWAIT);
+        snprintf(name, sizeof name, "%s", names[(size_t)i * (lanes / LANE_REPS)]);
+        t = uv_hrtime();
+        if ((rc = rl_dispatch_remove_lane(d, name)))
+            die("rl_dispatch_remove_lane", rc);
+        rem[LANE_REPS + i] = uv_hrtime() - t;
+        uv_run(&loop, UV_RUN_NOWAIT);
+        t = uv_hrtime();
+        if ((rc = rl_dispatch_add_lane(d, name)))
+            die("rl_dispatch_add_lane", rc);
+        add[LANE_REPS + i] = uv_hrtime() - t;
+        uv_run(&loop, UV_RUN_NOWAIT);
+    }
+    rl_dispatch_stats s;
+    rl_dispatch_stats_get(d, &s, NULL, 0, NULL);
+    long out[LANE_COST_FIELDS] = {(long)init_ns,
+                                  rss,
+                                  heap,
+                                  (long)median_u64(add, 2 * LANE_REPS),
+                                  (long)median_u64(rem, 2 * LANE_REPS),
+                                  (long)s.max_change_ns,
+                                  0};
+    if (write(fd, out, sizeof out) != (ssize_t)sizeof out)
+        die("write", RL_ESTATE);
+    rl_dispatch_close(d, RL_DISPATCH_STOP, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+}
+
+static void lane_cost_of(const char *profile, size_t lanes, long out[LANE_COST_FIELDS])
+{
+    int fds[2];
+    if (pipe(fds))
+        die("pipe", RL_ESTATE);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork", RL_ESTATE);
+    if (pid == 0) {
+        close(fds[0]);
+        lane_cost_child(profile, lanes, fds[1]);
+        _exit(0);
+    }
+    close(fds[1]);
+    ssize_t want = (ssize_t)(LANE_COST_FIELDS * sizeof out[0]);
+    if (read(fds[0], out, (size_t)want) != want)
+        die("the child measured nothing", RL_ESTATE);
+    close(fds[0]);
+    int st;
+    waitpid(pid, &st, 0);
+}
+
+static void lane_cost_table(void)
+{
+    static const char *profiles[] = {"default", "balanced", "jump", "memento"};
+    static const size_t counts[] = {1024, 8192, 65536};
+    const char *only = getenv("RINGLANE_BENCH_PROFILE");
+    printf("the cost of async lanes: rl_dispatch_init, memory per idle lane ((RSS or heap with N "
+           "lanes - with 1) / (N - 1), the ring included), and the whole add_lane / remove_lane "
+           "call on the loop thread (median of %d of each, half of them on a lane of the start); "
+           "max cs: the largest critical section (max_change_ns)\n",
+           2 * LANE_REPS);
+    printf("%-9s %7s %10s %10s %10s %10s %10s %10s\n", "profile", "lanes", "init ms", "RSS B/lane",
+           "heap B/ln", "add ms", "remove ms", "max cs ms");
+    for (size_t p = 0; p < sizeof profiles / sizeof profiles[0]; p++) {
+        if (only && strcmp(only, profiles[p]) != 0)
+            continue;
+        long one[LANE_COST_FIELDS];
+        lane_cost_of(profiles[p], 1 + LANE_REPS, one); /* the baseline: the fewest lanes */
+        for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+            long v[LANE_COST_FIELDS];
+            lane_cost_of(profiles[p], counts[i], v);
+            double per = (double)(counts[i] - 1 - LANE_REPS);
+            printf("%-9s %7zu %10.2f %10.0f %10.0f %10.3f %10.3f %10.3f\n", profiles[p], counts[i],
+                   (double)v[0] / 1e6, (double)(v[1] - one[1]) / per, (double)(v[2] - one[2]) / per,
+                   (double)v[3] / 1e6, (double)v[4] / 1e6, (double)v[5] / 1e6);
+            fflush(stdout);
+        }
+    }
+}
+
 /* ------------------------------------------------------------------ lane change cost */
 
 typedef struct held_run {
@@ -781,6 +984,9 @@ static void change_table(void)
 
 int main(int argc, char **argv)
 {
+    const char *nk = getenv("RINGLANE_BENCH_KEYS");
+    if (nk && atoi(nk) >= 1 && atoi(nk) <= NKEYS)
+        nkeys = atoi(nk);
     for (int i = 0; i < NKEYS; i++) {
         snprintf(keys[i], sizeof keys[i], "key-%d", i);
         key_len[i] = strlen(keys[i]);
@@ -788,6 +994,14 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "all";
     uint64_t jobs = argc > 2 ? strtoull(argv[2], NULL, 10) : 0;
     int all = strcmp(mode, "all") == 0;
+    if (strcmp(mode, "lanes") == 0) {
+        lane_cost_table();
+        return 0;
+    }
+    if (strcmp(mode, "loopcpu") == 0) {
+        loop_cpu_table(jobs ? jobs : 1000000, argc > 3 ? atoi(argv[3]) : 3);
+        return 0;
+    }
     if (strcmp(mode, "one") == 0) {
         if (argc != 5)
             die("usage: bench_async one timer|now LANES JOBS", RL_EINVAL);

@@ -206,7 +206,18 @@ typedef struct rl__lane {
     rl__park *parks;          /* keys parked here for a retry (their jobs count in parked) */
     bool owned, queued;       /* see above: they change when an executor takes or gives it */
     bool blocked;             /* a waiting submitter was refused here (under mu) */
-    atomic_bool refused;      /* a submission to this lane got RL_EAGAIN */
+    /* A submission to this lane got RL_EAGAIN and on_capacity has not been called since: the
+     * lane is then on the dispatcher's refused stack or list (next_refused links it). Set, and
+     * the lane pushed, under mu; cleared by the loop thread once it has unlinked the lane. */
+    atomic_bool refused;
+    struct rl__lane *next_refused;
+    /* The lane may hold something (queued, parked, in flight, a fence): it is then on the
+     * dispatcher's stack or list of held lanes (next_held_lane links it), and a lane change
+     * looks at it; a lane not on it holds nothing, and a change passes it by. Set, and the lane
+     * pushed, under mu whenever something is put in it (rl__lane_hold); cleared by a change,
+     * under mu, once it has found the lane empty and unlinked it. */
+    atomic_bool held;
+    struct rl__lane *next_held_lane;
 
     rl_dispatcher_t *d;
     char *name;
@@ -312,6 +323,19 @@ struct rl_dispatcher {
 
     atomic_uint_fast64_t jobs, seq, refused, done, dead, returned_count;
     atomic_bool refused_global;
+    /* Lanes that refused a submission since on_capacity was last called: pushed by submitters
+     * (a stack, any thread), taken onto the loop thread's list by rl__check_capacity, which
+     * looks only at them: its work follows the refusals, not the lane count. capacity_looks
+     * counts the lanes it has looked at (loop thread; the tests read it). */
+    _Atomic(rl__lane *) refused_new;
+    rl__lane *refused_lanes;
+    uint64_t capacity_looks;
+    /* Lanes that may hold something (see rl__lane.held): pushed by whoever puts something in
+     * an empty lane (a stack, any thread), taken onto the list by a change, which looks only at
+     * them; change_looks counts the lanes changes have looked at (the tests read it). */
+    _Atomic(rl__lane *) held_new;
+    rl__lane *held_lanes;
+    uint64_t change_looks;
     atomic_bool blocked_global; /* a waiting submitter was refused by max_jobs */
 
     uv_mutex_t space_mu; /* blocked submitters wait for room here */
@@ -475,12 +499,26 @@ void rl__hand_back(rl_dispatcher_t *d, rl__jobq *q);
 
 /* Loop thread: fires on_capacity if a refused submission would now find room. */
 void rl__check_capacity(rl_dispatcher_t *d);
+/* Under l->mu: notes that l refused a submission (for rl__check_capacity). */
+void rl__note_refused(rl_dispatcher_t *d, rl__lane *l);
+/* Loop thread, l retired and idle (nothing submits to it any more): takes it off the refused
+ * list before it is freed. */
+void rl__forget_refused(rl_dispatcher_t *d, rl__lane *l);
 
 /* lane.c */
 int rl__lane_new(rl_dispatcher_t *d, const char *name, rl__lane **out);
 void rl__lane_free(rl__lane *l); /* an idle lane no timer names */
 void rl__hist_add(uint64_t *hist, uint64_t ns);
 double rl__hist_quantile_us(const uint64_t *hist, double q);
+
+/* Under l->mu: something is put in l; a lane change must look at it (see rl__lane.held). The
+ * test inline (the lane is on the list already, the common case), the push in lane.c. */
+void rl__lane_hold_slow(rl__lane *l);
+static inline void rl__lane_hold(rl__lane *l)
+{
+    if (!atomic_load_explicit(&l->held, memory_order_relaxed))
+        rl__lane_hold_slow(l);
+}
 
 /* Under l->mu: the depth readable without the lock. Inline: every submission and start sets it. */
 static inline void rl__lane_set_depth(rl__lane *l)

@@ -114,10 +114,49 @@ void rl__deliver_completions(rl_dispatcher_t *d)
     rl__deliver_collected(d);
 }
 
+void rl__note_refused(rl_dispatcher_t *d, rl__lane *l)
+{
+    if (atomic_exchange(&l->refused, true))
+        return; /* already on the stack or the list */
+    rl__lane *head = atomic_load_explicit(&d->refused_new, memory_order_relaxed);
+    do {
+        l->next_refused = head;
+    } while (!atomic_compare_exchange_weak_explicit(&d->refused_new, &head, l, memory_order_release,
+                                                    memory_order_relaxed));
+}
+
+/* Loop thread: moves the lanes submitters pushed onto the loop's list. */
+static void take_refused(rl_dispatcher_t *d)
+{
+    rl__lane *l = atomic_exchange_explicit(&d->refused_new, NULL, memory_order_acquire);
+    while (l) {
+        rl__lane *nx = l->next_refused;
+        l->next_refused = d->refused_lanes;
+        d->refused_lanes = l;
+        l = nx;
+    }
+}
+
+void rl__forget_refused(rl_dispatcher_t *d, rl__lane *l)
+{
+    if (!atomic_load(&l->refused))
+        return;
+    take_refused(d); /* a push happened under l->mu, which the caller has taken since */
+    for (rl__lane **p = &d->refused_lanes; *p; p = &(*p)->next_refused) {
+        if (*p == l) {
+            *p = l->next_refused;
+            break;
+        }
+    }
+    l->next_refused = NULL;
+    atomic_store(&l->refused, false);
+}
+
 void rl__check_capacity(rl_dispatcher_t *d)
 {
     if (!d->opts.on_capacity || atomic_load(&d->closing))
         return;
+    take_refused(d);
     bool any = false;
     bool global = atomic_load(&d->refused_global);
     if (global) {
@@ -125,24 +164,32 @@ void rl__check_capacity(rl_dispatcher_t *d)
             return;
         any = true;
     }
-    /* The route only changes on this thread, so reading it here needs no lock. */
-    for (size_t i = 0; i < d->route.n; i++) {
-        rl__lane *l = d->route.lanes[i];
-        if (!atomic_load(&l->refused))
-            continue;
-        if (atomic_load_explicit(&l->depth_hint, memory_order_relaxed) > d->opts.lane_capacity / 2)
+    /* Only the lanes that refused: each must have room again (a retiring one's keys went
+     * elsewhere, so it counts as room). A lane still full goes to the front of the list, so
+     * that the next check stops at it first. */
+    for (rl__lane **p = &d->refused_lanes, *l; (l = *p); p = &l->next_refused) {
+        d->capacity_looks++;
+        if (!l->retiring && atomic_load_explicit(&l->depth_hint, memory_order_relaxed) >
+                                d->opts.lane_capacity / 2) {
+            if (p != &d->refused_lanes) {
+                *p = l->next_refused;
+                l->next_refused = d->refused_lanes;
+                d->refused_lanes = l;
+            }
             return;
+        }
         any = true;
     }
-    for (rl__lane *r = d->retiring; r; r = r->next_retiring)
-        any |= atomic_load(&r->refused); /* its keys went elsewhere: worth a new try */
     if (!any)
         return;
     atomic_store(&d->refused_global, false);
-    for (size_t i = 0; i < d->route.n; i++)
-        atomic_store(&d->route.lanes[i]->refused, false);
-    for (rl__lane *r = d->retiring; r; r = r->next_retiring)
-        atomic_store(&r->refused, false);
+    /* Unlinked before its flag goes down: a submitter may push the lane again right after. */
+    for (rl__lane *l = d->refused_lanes, *nx; l; l = nx) {
+        nx = l->next_refused;
+        l->next_refused = NULL;
+        atomic_store(&l->refused, false);
+    }
+    d->refused_lanes = NULL;
     d->opts.on_capacity(d);
 }
 
@@ -159,6 +206,7 @@ static void reap_retired(rl_dispatcher_t *d)
             p = &l->next_retiring;
             continue;
         }
+        rl__forget_refused(d, l);
         pthread_rwlock_wrlock(&d->route_lock);
         *p = l->next_retiring;
         rl__slot_free(d, l);

@@ -51,6 +51,7 @@ int rl__lane_new(rl_dispatcher_t *d, const char *name, rl__lane **out)
     l->d = d;
     atomic_init(&l->depth_hint, 0);
     atomic_init(&l->refused, false);
+    atomic_init(&l->held, false);
     *out = l;
     return 0;
 }
@@ -64,6 +65,19 @@ void rl__lane_free(rl__lane *l)
     free(l->hist);
     free(l->name);
     free(l);
+}
+
+void rl__lane_hold_slow(rl__lane *l)
+{
+    if (l->retiring)
+        return; /* changes look at retiring lanes through d->retiring; it is freed */
+    rl_dispatcher_t *d = l->d;
+    atomic_store_explicit(&l->held, true, memory_order_relaxed);
+    rl__lane *head = atomic_load_explicit(&d->held_new, memory_order_relaxed);
+    do {
+        l->next_held_lane = head;
+    } while (!atomic_compare_exchange_weak_explicit(&d->held_new, &head, l, memory_order_release,
+                                                    memory_order_relaxed));
 }
 
 bool rl__lane_idle(const rl__lane *l)

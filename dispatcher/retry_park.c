@@ -41,6 +41,7 @@ static size_t park_jobs(const rl__park *p)
 
 static void link_park(rl__lane *h, rl__park *p)
 {
+    rl__lane_hold(h);
     p->next = h->parks;
     h->parks = p;
     h->nparks++;

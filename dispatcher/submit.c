@@ -23,7 +23,7 @@ void rl__space_notify(rl_dispatcher_t *d)
 static void refuse_lane(rl_dispatcher_t *d, rl__lane *l, bool waiting)
 {
     atomic_fetch_add_explicit(&d->refused, 1, memory_order_relaxed);
-    atomic_store(&l->refused, true);
+    rl__note_refused(d, l);
     if (waiting)
         l->blocked = true;
 }
@@ -101,6 +101,7 @@ static void job_number(rl__job *j, uint64_t seq)
  * there is one, else to the queue (true). */
 RL__HOT_INLINE static bool place_job(rl__lane *l, rl__job *j)
 {
+    rl__lane_hold(l);
     if (!l->fences && !l->parks) { /* the common case: no key waits at this lane */
         rl__lq_push(&l->queue, j);
         return true;
@@ -268,33 +269,84 @@ static size_t take_places(rl_dispatcher_t *d, size_t want)
 /* One call's state. The route stays as it is for the whole call (the route lock is held for
  * reading, or the call is on the loop thread, which alone changes it), so lanes are named by
  * their index in it. */
+/* The lanes a call has cut, and the answer that cut each: an open-addressing set keyed by the
+ * lane's index, made at the first cut and grown as lanes are cut, so its cost follows the cuts
+ * and not the lane count. */
+typedef struct cut_set {
+    uint32_t *node1; /* the lane's index + 1; 0: an empty place */
+    signed char *err;
+    size_t cap, n; /* cap a power of two, kept at least twice n */
+} cut_set;
+
+/* One call's state. The route stays as it is for the whole call (the route lock is held for
+ * reading, or the call is on the loop thread, which alone changes it), so lanes are named by
+ * their index in it. */
 typedef struct batch {
     rl_dispatcher_t *d;
     bool on_loop;
     int all_cut;         /* max_jobs refused (RL_EAGAIN): every item not queued yet is refused */
-    signed char *cut;    /* per lane: the answer that cut it, 0 if none (made at the first cut) */
-    bool cut_nomem;      /* no memory for `cut`: a lane cut cuts every lane */
+    cut_set cut;         /* the lanes cut and their answers */
     bool refused_global; /* refuse_global to call once the locks are let go */
     size_t queued;
 } batch;
 
+static size_t cut_place(const cut_set *c, uint32_t node)
+{
+    size_t i = ((size_t)node * 0x9E3779B1u) & (c->cap - 1);
+    while (c->node1[i] && c->node1[i] != node + 1)
+        i = (i + 1) & (c->cap - 1);
+    return i;
+}
+
+/* Makes room for one more lane; false when memory is short. */
+static bool cut_room(cut_set *c)
+{
+    if (2 * (c->n + 1) <= c->cap)
+        return true;
+    size_t cap = c->cap ? 2 * c->cap : 16;
+    cut_set g = {calloc(cap, sizeof *g.node1), calloc(cap, 1), cap, c->n};
+    if (!g.node1 || !g.err) {
+        free(g.node1);
+        free(g.err);
+        return false;
+    }
+    for (size_t i = 0; i < c->cap; i++) {
+        if (!c->node1[i])
+            continue;
+        size_t k = cut_place(&g, c->node1[i] - 1);
+        g.node1[k] = c->node1[i];
+        g.err[k] = c->err[i];
+    }
+    free(c->node1);
+    free(c->err);
+    *c = g;
+    return true;
+}
+
+/* Without memory to remember the lane, a cut cuts every lane. */
 static void cut_lane(batch *b, uint32_t node, int err)
 {
-    if (!b->cut && !b->cut_nomem) {
-        b->cut = calloc(b->d->route.n, 1);
-        b->cut_nomem = !b->cut;
-    }
-    if (b->cut)
-        b->cut[node] = (signed char)err;
-    else
+    cut_set *c = &b->cut;
+    if (!cut_room(c)) {
         b->all_cut = err;
+        return;
+    }
+    size_t i = cut_place(c, node);
+    if (!c->node1[i]) {
+        c->node1[i] = node + 1;
+        c->n++;
+    }
+    c->err[i] = (signed char)err;
 }
 
 static int lane_cut(const batch *b, uint32_t node)
 {
     if (b->all_cut)
         return b->all_cut;
-    return b->cut ? b->cut[node] : 0;
+    if (!b->cut.n)
+        return 0;
+    size_t i = cut_place(&b->cut, node);
+    return b->cut.node1[i] ? b->cut.err[i] : 0;
 }
 
 /* The items of lane `node` among items[from..m), in order, that still wait (st == 1), under
@@ -418,7 +470,8 @@ int rl_dispatch_submit_many(rl_dispatcher_t *d, const rl_dispatch_item *items, s
     }
     if (!b.on_loop)
         pthread_rwlock_unlock(&d->route_lock);
-    free(b.cut);
+    free(b.cut.node1);
+    free(b.cut.err);
     if (b.refused_global)
         refuse_global(d, false);
     if (!b.on_loop)

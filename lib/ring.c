@@ -41,6 +41,12 @@ void rl__member_label(const rl_ring_t *r, size_t node, char *buf, size_t size)
 
 int rl__check_member(const rl_member *m, size_t i, size_t added)
 {
+    /* Valid members are the rule: the label is made only for a refusal (an snprintf per member
+     * was a quarter of a 65,536-member build). */
+    if (m && m->name && m->weight >= 1 && m->weight <= RL_WEIGHT_MAX && m->name[0] &&
+        bounded_strlen(m->name, RL_NAME_MAX) <= RL_NAME_MAX &&
+        (!m->zone || bounded_strlen(m->zone, RL_NAME_MAX) <= RL_NAME_MAX))
+        return 0;
     char label[48], q[RL__QUOTE_SIZE];
     member_label(label, sizeof label, i, added);
     if (!m)
@@ -171,6 +177,41 @@ static int index_names(rl_ring_t *r)
     }
     free(sorted);
     return rc;
+}
+
+/* The name index of a ring made from `from` by one change, from from's own: one name put in
+ * or taken out, in place of a sort of every name. rl_ring_add has checked that an added name is
+ * new, so no duplicate can arise. */
+static int index_names_from(rl_ring_t *r, const rl_ring_t *from, const rl__change *change)
+{
+    size_t n = r->n_nodes ? r->n_nodes : 1;
+    r->by_name = malloc(n * sizeof *r->by_name);
+    if (!r->by_name)
+        return RL_ENOMEM;
+    const uint32_t *old = from->by_name;
+    size_t on = from->n_nodes;
+    if (change->kind == RL__CHANGE_ADD) {
+        const char *name = r->nodes[change->node].name;
+        size_t lo = 0, hi = on;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (strcmp(from->nodes[old[mid]].name, name) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        memcpy(r->by_name, old, lo * sizeof *old);
+        r->by_name[lo] = change->node;
+        memcpy(r->by_name + lo + 1, old + lo, (on - lo) * sizeof *old);
+    } else if (change->kind == RL__CHANGE_REMOVE) {
+        size_t k = 0;
+        for (size_t i = 0; i < on; i++)
+            if (old[i] != change->node)
+                r->by_name[k++] = old[i] > change->node ? old[i] - 1 : old[i];
+    } else {
+        memcpy(r->by_name, old, on * sizeof *old);
+    }
+    return 0;
 }
 
 /* Dense zone ids: 0 for "no zone", then one per distinct zone name (in name order). */
@@ -330,8 +371,10 @@ static int profile_refusal(const rl_ring_t *r, int rc)
 
 /* rl_ring_build, with `added` the index of the member rl_ring_add appends (SIZE_MAX: none),
  * for the words of a refusal. */
+/* `from` and `change`: the ring this one is made from by one change (its name index is then
+ * patched, not sorted again), or NULL. */
 static int build(const rl_member *members, size_t count, const rl_ring_options *opts, size_t added,
-                 rl_ring_t **out)
+                 const rl_ring_t *from, const rl__change *change, rl_ring_t **out)
 {
     rl_error_detail_clear();
     if (!out)
@@ -407,7 +450,7 @@ static int build(const rl_member *members, size_t count, const rl_ring_options *
             rc = RL_ENOMEM;
     }
     if (rc == 0)
-        rc = index_names(r);
+        rc = from ? index_names_from(r, from, change) : index_names(r);
     if (rc == 0)
         rc = index_zones(r);
     if (rc == 0 && profile->lookup_hash)
@@ -428,7 +471,7 @@ static int build(const rl_member *members, size_t count, const rl_ring_options *
 int rl_ring_build(const rl_member *members, size_t count, const rl_ring_options *opts,
                   rl_ring_t **out)
 {
-    return build(members, count, opts, SIZE_MAX, out);
+    return build(members, count, opts, SIZE_MAX, NULL, NULL, out);
 }
 
 /* The members of r as an rl_member array, with room for one more at the end. */
@@ -453,7 +496,7 @@ static int rebuild(const rl_ring_t *r, const rl_member *m, size_t count, size_t 
                             .vnodes = r->profile->info.max_vnodes ? r->vnodes : RL_VNODES_PROFILE,
                             .hash = r->hash,
                             .hash_ctx = r->hash_ctx};
-    int rc = build(m, count, &opts, added, out);
+    int rc = build(m, count, &opts, added, r, &change, out);
     if (rc == 0 && r->profile->follow) {
         rc = r->profile->follow(*out, r, &change);
         if (rc) {

@@ -540,6 +540,260 @@ static void test_max_jobs(void **state)
     ctx_free(c);
 }
 
+/* --- on_capacity follows the lanes that refused --- */
+
+/* A key the dispatcher routes to lane index `lane`, distinct from those before it (i counts on). */
+static void key_on_lane(rl_dispatcher_t *d, uint32_t lane, int *i, char *out, size_t cap)
+{
+    for (;; (*i)++) {
+        snprintf(out, cap, "cap-%d", *i);
+        uint32_t node;
+        assert_rl_ok(rl_ring_lookup(d->route.ring, out, strlen(out), &node));
+        if (node == lane) {
+            (*i)++;
+            return;
+        }
+    }
+}
+
+/* Fills lane `lane` (capacity 2, its worker held elsewhere) with two jobs of one key; `refuse`:
+ * a third is submitted and refused. */
+static void fill_lane(ctx *c, uint32_t lane, int *i, bool refuse)
+{
+    char key[32];
+    key_on_lane(c->d, lane, i, key, sizeof key);
+    for (int k = 0; k < 2; k++)
+        assert_rl_ok(submit(c, new_rec(c, key, 0)));
+    if (refuse) {
+        assert_int_equal(submit(c, new_rec(c, key, 0)), RL_EAGAIN);
+        c->nrec--; /* never queued */
+    }
+}
+
+/* The capacity check looks at the lanes that refused, not at every lane: with 4,096 lanes, two
+ * of them refused and still full, a check looks at one of them (the old code read all 4,096
+ * every time); a full lane that refused nothing does not hold on_capacity back; on_capacity
+ * comes once when the refused lanes have room, and a refused lane that is removed and freed
+ * leaves the list (under ASan, a use after free otherwise). */
+static void test_capacity_follows_refused_lanes(void **state)
+{
+    (void)state;
+    enum { LANES = 4096 };
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, NULL, LANES);
+    o.workers = 1;
+    o.lane_capacity = 2;
+    start(c, &o);
+    gate_set(&c->g, false);
+    int i = 0;
+    char key[32];
+    key_on_lane(c->d, 7, &i, key, sizeof key);
+    rec *held = new_rec(c, key, 0);
+    held->gated = true;
+    assert_rl_ok(submit(c, held));
+    gate_wait_arrived(&c->g, 1); /* the one worker waits in lane 7's handler */
+    fill_lane(c, 100, &i, true);
+    fill_lane(c, 3000, &i, true);
+    fill_lane(c, 200, &i, false); /* full, never refused */
+    uint64_t looks = c->d->capacity_looks;
+    for (int k = 0; k < 5; k++)
+        rl__check_capacity(c->d);
+    assert_int_equal(c->capacity_calls, 0);
+    assert_true(c->d->capacity_looks - looks <= 5); /* one lane per check: the first full one */
+    gate_set(&c->g, true);
+    run_until_done(c, c->nrec);
+    assert_int_equal(c->capacity_calls, 1);
+    assert_null(c->d->refused_lanes);
+
+    /* Lane 300 refuses, then goes while still full: its keys went elsewhere, which counts as
+     * room; it is freed once idle, and a later refusal elsewhere notifies again. */
+    gate_set(&c->g, false);
+    int before = c->nrec;
+    key_on_lane(c->d, 8, &i, key, sizeof key);
+    held = new_rec(c, key, 0);
+    held->gated = true;
+    assert_rl_ok(submit(c, held));
+    gate_wait_arrived(&c->g, 2);
+    fill_lane(c, 300, &i, true);
+    assert_rl_ok(rl_dispatch_remove_lane(c->d, "lane-300"));
+    assert_int_equal(c->capacity_calls, 2);
+    gate_set(&c->g, true);
+    run_until_done(c, c->nrec);
+    for (int k = 0; k < 10 && c->d->n_retiring; k++)
+        uv_run(&c->loop, UV_RUN_NOWAIT);
+    gate_set(&c->g, false);
+    key_on_lane(c->d, 9, &i, key, sizeof key);
+    held = new_rec(c, key, 0);
+    held->gated = true;
+    assert_rl_ok(submit(c, held));
+    gate_wait_arrived(&c->g, 3);
+    fill_lane(c, 400, &i, true);
+    gate_set(&c->g, true);
+    run_until_done(c, c->nrec);
+    assert_int_equal(c->capacity_calls, 3);
+    assert_true(c->nrec > before);
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+}
+
+/* --- lane changes among many lanes --- */
+
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define MANY_LANES 8192
+#else
+#define MANY_LANES 65536
+#endif
+
+enum { MANY_KEYS = 2000, MANY_JOBS = 20000 };
+
+typedef struct many_ctx {
+    uint64_t tickets[MANY_JOBS];
+    int job_of[MANY_JOBS]; /* the job each held ticket runs */
+    int nheld;
+    int key[MANY_JOBS], seq[MANY_JOBS];
+    int next_seq[MANY_KEYS], last_started[MANY_KEYS], last_done[MANY_KEYS];
+    bool running[MANY_KEYS];
+    int ended, violations;
+    uint32_t rng;
+} many_ctx;
+
+static uint32_t many_rand(many_ctx *m)
+{
+    m->rng = m->rng * 1103515245u + 12345u;
+    return m->rng >> 8;
+}
+
+static void many_start(rl_dispatcher_t *d, rl_dispatch_job *job)
+{
+    many_ctx *m = rl_dispatch_get_data(d);
+    int j = (int)(intptr_t)job->data, k = m->key[j];
+    if (m->running[k] || m->seq[j] != m->last_started[k] + 1)
+        m->violations++;
+    m->running[k] = true;
+    m->last_started[k] = m->seq[j];
+    m->tickets[m->nheld] = job->ticket;
+    m->job_of[m->nheld++] = j;
+}
+
+static void many_done(rl_dispatcher_t *d, rl_dispatch_job *job, int outcome)
+{
+    many_ctx *m = rl_dispatch_get_data(d);
+    int j = (int)(intptr_t)job->data, k = m->key[j];
+    if (outcome != RL_DISPATCH_DONE || m->seq[j] != m->last_done[k] + 1)
+        m->violations++;
+    m->last_done[k] = m->seq[j];
+    m->ended++;
+}
+
+/* Completes held attempts in a random order: about a quarter of them, or all. */
+static void many_complete(rl_dispatcher_t *d, many_ctx *m, bool all)
+{
+    for (int i = 0; i < m->nheld;) {
+        if (!all && many_rand(m) % 4) {
+            i++;
+            continue;
+        }
+        int j = m->job_of[i];
+        m->running[m->key[j]] = false;
+        assert_rl_ok(rl_dispatch_complete(d, m->tickets[i], 0));
+        m->tickets[i] = m->tickets[--m->nheld];
+        m->job_of[i] = m->job_of[m->nheld];
+    }
+}
+
+/* 65,536 async lanes with the memento profile (8,192 under sanitizers): lanes removed and added
+ * while 2,000 keys have jobs queued and in flight (completed in random order); every key's jobs
+ * start one at a time in submission order and end in that order; and a change looks only at
+ * the lanes that hold something (the old code locked and scanned every lane three times). */
+static void test_many_lanes_change_in_order(void **state)
+{
+    (void)state;
+    many_ctx *m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    m->rng = 2026;
+    for (int k = 0; k < MANY_KEYS; k++)
+        m->last_started[k] = m->last_done[k] = -1;
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    rl_ring_options ro;
+    rl_ring_options_init(&ro);
+    ro.profile = "memento";
+    rl_dispatch_options o;
+    rl_dispatch_options_init(&o);
+    o.lane_count = MANY_LANES;
+    o.ring = &ro;
+    o.async_handler = many_start;
+    o.on_done = many_done;
+    o.data = m;
+    o.lane_capacity = 64;
+    rl_dispatcher_t *d;
+    assert_rl_ok(rl_dispatch_init(&loop, &o, &d));
+    char name[32], key[32];
+    int removed[64], nremoved = 0, submitted = 0, changes = 0;
+    uint64_t most_looks = 0;
+    int moved_key = -1, ended_at_change = 0;
+    while (submitted < MANY_JOBS) {
+        for (int i = 0; i < 300 && submitted < MANY_JOBS; i++) {
+            /* The key moved by the last change first, a few times: it meets its fence. */
+            int k = i < 3 && moved_key >= 0 ? moved_key : (int)(many_rand(m) % MANY_KEYS);
+            snprintf(key, sizeof key, "k-%d", k);
+            m->key[submitted] = k;
+            m->seq[submitted] = m->next_seq[k];
+            int rc = rl_dispatch_try_submit(d, key, strlen(key), (void *)(intptr_t)submitted, 0);
+            assert_true(rc == 0 || rc == RL_EAGAIN);
+            if (rc == 0) {
+                m->next_seq[k]++;
+                submitted++;
+            }
+        }
+        uv_run(&loop, UV_RUN_NOWAIT);
+        many_complete(d, m, false);
+        uv_run(&loop, UV_RUN_NOWAIT);
+        moved_key = -1;
+        /* A change every round: a random lane out (up to 64 of them), or the last one back. */
+        uint64_t looks = d->change_looks;
+        if (nremoved < 64 && (nremoved == 0 || many_rand(m) % 3)) {
+            /* The lane of a key with a job in flight (else of a random key): its later jobs
+             * must wait behind a fence at the key's new lane. */
+            int k = m->nheld ? m->key[m->job_of[many_rand(m) % (uint32_t)m->nheld]]
+                             : (int)(many_rand(m) % MANY_KEYS);
+            moved_key = k;
+            snprintf(key, sizeof key, "k-%d", k);
+            uint32_t node;
+            assert_rl_ok(rl_ring_lookup(d->route.ring, key, strlen(key), &node));
+            const char *lane = rl_ring_node_name(d->route.ring, node);
+            assert_int_equal(sscanf(lane, "lane-%d", &removed[nremoved]), 1);
+            assert_rl_ok(rl_dispatch_remove_lane(d, lane));
+            nremoved++;
+        } else {
+            snprintf(name, sizeof name, "lane-%d", removed[--nremoved]);
+            assert_rl_ok(rl_dispatch_add_lane(d, name));
+        }
+        changes++;
+        /* A lane on the held list got a job since the last change, or held one then: at most
+         * the jobs submitted since then plus those not ended then. */
+        uint64_t bound = (uint64_t)(submitted - ended_at_change);
+        assert_true(d->change_looks - looks <= bound);
+        ended_at_change = m->ended;
+        if (d->change_looks - looks > most_looks)
+            most_looks = d->change_looks - looks;
+    }
+    while (m->ended < MANY_JOBS) {
+        many_complete(d, m, true);
+        uv_run(&loop, UV_RUN_NOWAIT);
+    }
+    assert_int_equal(m->violations, 0);
+    for (int k = 0; k < MANY_KEYS; k++)
+        assert_int_equal(m->last_done[k], m->next_seq[k] - 1);
+    assert_true(changes >= 60);
+    assert_true(most_looks > 0);
+    assert_rl_ok(rl_dispatch_close(d, RL_DISPATCH_DRAIN, NULL));
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    free(m);
+}
+
 /* --- rl_dispatch_submit_many --- */
 
 static rl_dispatch_item item_of(rec *r)
@@ -679,6 +933,70 @@ static void test_submit_many_cut_lasts_the_call(void **state)
     assert_true(ended >= CALLS * 8);
     free(items);
     free(status);
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+}
+
+/* Many lanes cut in one call (the set of cut lanes grows several times): each cut lane refuses
+ * its later items, and every lane not cut takes its items, at 4,096 lanes. */
+static void test_submit_many_cuts_many_lanes(void **state)
+{
+    (void)state;
+    enum { LANES = 4096, CUT = 100, FREE = 100 };
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    opts_for(c, &o, NULL, LANES);
+    o.workers = 1;
+    o.lane_capacity = 1;
+    start(c, &o);
+    gate_set(&c->g, false);
+    int ki = 0;
+    char key[32];
+    key_on_lane(c->d, 0, &ki, key, sizeof key);
+    rec *held = new_rec(c, key, 0);
+    held->gated = true;
+    assert_rl_ok(submit(c, held));
+    gate_wait_arrived(&c->g, 1);
+    /* Lanes 1..CUT: two items each (the second cuts it); lanes CUT+1..CUT+FREE: one each; then
+     * lanes 1..CUT once more (cut), all in one call. */
+    enum { M = 2 * CUT + FREE + CUT };
+    rl_dispatch_item *items = calloc(M, sizeof *items);
+    int *status = calloc(M, sizeof *status);
+    int *want = calloc(M, sizeof *want);
+    char(*keys)[32] = calloc(CUT + FREE + 1, sizeof *keys);
+    assert_non_null(items);
+    assert_non_null(status);
+    assert_non_null(want);
+    assert_non_null(keys);
+    for (int l = 1; l <= CUT + FREE; l++)
+        key_on_lane(c->d, (uint32_t)l, &ki, keys[l], sizeof keys[l]);
+    int m = 0;
+    for (int l = 1; l <= CUT; l++) {
+        want[m] = 0;
+        items[m++] = item_of(new_rec(c, keys[l], 0));
+        want[m] = RL_EAGAIN;
+        items[m++] = item_of(new_rec(c, keys[l], 0));
+    }
+    for (int l = CUT + 1; l <= CUT + FREE; l++) {
+        want[m] = 0;
+        items[m++] = item_of(new_rec(c, keys[l], 0));
+    }
+    for (int l = 1; l <= CUT; l++) {
+        want[m] = RL_EAGAIN;
+        items[m++] = item_of(new_rec(c, keys[l], 0));
+    }
+    assert_int_equal(m, M);
+    size_t queued = 0;
+    assert_int_equal(rl_dispatch_submit_many(c->d, items, M, status, &queued), RL_EAGAIN);
+    assert_int_equal(queued, CUT + FREE);
+    for (int i = 0; i < M; i++)
+        assert_int_equal(status[i], want[i]);
+    gate_set(&c->g, true);
+    run_until_done(c, 1 + CUT + FREE);
+    free(items);
+    free(status);
+    free(want);
+    free(keys);
     finish(c, RL_DISPATCH_DRAIN);
     ctx_free(c);
 }
@@ -1660,6 +1978,7 @@ int main(void)
         cmocka_unit_test(test_submit_many_order),
         cmocka_unit_test(test_submit_many_cuts_a_full_lane),
         cmocka_unit_test(test_submit_many_cut_lasts_the_call),
+        cmocka_unit_test(test_submit_many_cuts_many_lanes),
         cmocka_unit_test(test_submit_many_limits_and_errors),
         cmocka_unit_test(test_submit_many_without_lanes),
         cmocka_unit_test(test_error_order),
@@ -1680,6 +1999,8 @@ int main(void)
         cmocka_unit_test(test_moves_keep_order),
         cmocka_unit_test(test_stats_json),
         cmocka_unit_test(test_stream_lets_the_loop_run),
+        cmocka_unit_test(test_capacity_follows_refused_lanes),
+        cmocka_unit_test(test_many_lanes_change_in_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
