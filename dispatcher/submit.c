@@ -19,10 +19,11 @@ void rl__space_notify(rl_dispatcher_t *d)
 }
 
 /* Notes a refusal by a lane (under its mutex): for on_capacity, and for the wake-up of a
- * submitter that will wait. The lane's worker reads both under the same mutex. */
-static void refuse_lane(rl_dispatcher_t *d, rl__lane *l, bool waiting)
+ * submitter that will wait. The lane's worker reads both under the same mutex. `count`: the
+ * refusals to add to the statistics (rl_dispatch_submit_many counts its items itself). */
+static void refuse_lane(rl_dispatcher_t *d, rl__lane *l, bool waiting, uint64_t count)
 {
-    atomic_fetch_add_explicit(&d->refused, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&d->refused, count, memory_order_relaxed);
     rl__note_refused(d, l);
     if (waiting)
         l->blocked = true;
@@ -33,9 +34,9 @@ static void refuse_lane(rl_dispatcher_t *d, rl__lane *l, bool waiting)
  * one side sees the other: if places were given back before the flag was up, the count read
  * here shows it, and the submitter wakes the waiters itself (waiting) or has the loop look
  * again (on_capacity). */
-static void refuse_global(rl_dispatcher_t *d, bool waiting)
+static void refuse_global(rl_dispatcher_t *d, bool waiting, uint64_t count)
 {
-    atomic_fetch_add_explicit(&d->refused, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&d->refused, count, memory_order_relaxed);
     atomic_store(&d->refused_global, true);
     if (waiting)
         atomic_store(&d->blocked_global, true);
@@ -149,7 +150,7 @@ RL__HOT_INLINE static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *d
         rl__lock(&l->mu);
         if (l->queue.len + l->parked >= d->opts.lane_capacity) {
             rc = RL_EAGAIN;
-            refuse_lane(d, l, waiting);
+            refuse_lane(d, l, waiting, 1);
         } else if (rl__lq_reserve(&l->queue, l->queue.len + l->parked + 1) != 0) {
             rc = RL_ENOMEM; /* room for the job wherever it lands: queue or parked */
         } else if (!take_place(d)) {
@@ -168,7 +169,7 @@ RL__HOT_INLINE static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *d
     if (!on_loop)
         pthread_rwlock_unlock(&d->route_lock);
     if (global_refusal)
-        refuse_global(d, waiting);
+        refuse_global(d, waiting, 1);
     if (rc)
         job_drop(d, on_loop, j);
     return rc;
@@ -368,7 +369,7 @@ static void queue_group(batch *b, const rl_dispatch_item *items, size_t from, si
         take = 0;
         err = RL_ENOMEM;
     } else if (take < want) {
-        refuse_lane(d, l, false);
+        refuse_lane(d, l, false, 0);
     }
     size_t got = take ? take_places(d, take) : 0;
     if (got < take) {
@@ -453,6 +454,7 @@ int rl_dispatch_submit_many(rl_dispatcher_t *d, const rl_dispatch_item *items, s
         pthread_rwlock_rdlock(&d->route_lock);
     }
     int first = 0;
+    uint64_t refused = 0; /* items answered RL_EAGAIN: each a refusal for room */
     if (atomic_load(&d->closing))
         b.all_cut = RL_ECLOSED;
     else if (d->route.n == 0)
@@ -466,6 +468,7 @@ int rl_dispatch_submit_many(rl_dispatcher_t *d, const rl_dispatch_item *items, s
                 status[at + i] = st[i];
             if (!first)
                 first = st[i];
+            refused += st[i] == RL_EAGAIN;
         }
     }
     if (!b.on_loop)
@@ -473,7 +476,9 @@ int rl_dispatch_submit_many(rl_dispatcher_t *d, const rl_dispatch_item *items, s
     free(b.cut.node1);
     free(b.cut.err);
     if (b.refused_global)
-        refuse_global(d, false);
+        refuse_global(d, false, 0);
+    if (refused)
+        atomic_fetch_add_explicit(&d->refused, refused, memory_order_relaxed);
     if (!b.on_loop)
         rl__leave(d);
     if (queued)
