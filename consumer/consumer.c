@@ -565,9 +565,18 @@ int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_
     dopts.on_done = rl__job_done;
     dopts.on_capacity = rl__on_capacity;
     dopts.data = c;
-    /* No lanes at all: an asynchronous consumer's many, named by the dispatcher's rule. */
-    if (c->async && !dopts.lanes && !dopts.lane_count)
-        dopts.lane_count = RL_CONSUMER_ASYNC_LANES;
+    /* No lanes at all: an asynchronous consumer's many, named by the dispatcher's rule, on a
+     * ring that makes them in milliseconds and keeps them small (consumer.h); fewer on a ring
+     * the caller chose, whose profile may build every point. */
+    rl_ring_options lane_ring;
+    if (c->async && !dopts.lanes && !dopts.lane_count) {
+        dopts.lane_count = dopts.ring ? RL_CONSUMER_ASYNC_LANES_RING : RL_CONSUMER_ASYNC_LANES;
+        if (!dopts.ring) {
+            rl_ring_options_init(&lane_ring);
+            lane_ring.profile = RL_CONSUMER_ASYNC_PROFILE;
+            dopts.ring = &lane_ring;
+        }
+    }
     if (!rc && (rc = rl_dispatch_init(loop, &dopts, &c->d)) != 0)
         rl__detail_prefix(rc, "dispatch.");
     c->d_for_complete = c->d;

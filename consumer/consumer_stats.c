@@ -60,6 +60,27 @@ int rl_consumer_stats_get(rl_consumer_t *c, rl_consumer_stats *out,
     return 0;
 }
 
+/* The dispatcher's statistics, bounded (consumer.h, RL_CONSUMER_STATS_LANES_MAX), in a buffer
+ * of our own: the busy lanes may change between the length asked and the text written. */
+static int dispatcher_json(rl_dispatcher_t *d, char **out)
+{
+    size_t need = 0;
+    int rc = rl_dispatch_stats_json_bounded(d, RL_CONSUMER_STATS_LANES_MAX, NULL, 0, &need);
+    for (int tries = 0; rc == RL_ERANGE && tries < 8; tries++) {
+        size_t cap = need + need / 8 + 256; /* room for a few more busy lanes */
+        char *buf = malloc(cap);
+        if (!buf)
+            return RL_ENOMEM;
+        rc = rl_dispatch_stats_json_bounded(d, RL_CONSUMER_STATS_LANES_MAX, buf, cap, &need);
+        if (rc == 0) {
+            *out = buf;
+            return 0;
+        }
+        free(buf);
+    }
+    return rc ? rc : RL_ENOMEM;
+}
+
 int rl_consumer_stats_json(rl_consumer_t *c, char *buf, size_t cap, size_t *len)
 {
     if (!c || (!buf && cap))
@@ -70,15 +91,13 @@ int rl_consumer_stats_json(rl_consumer_t *c, char *buf, size_t cap, size_t *len)
     if (rc)
         return rc;
     rl_consumer_partition_stats *ps = calloc(n ? n : 1, sizeof *ps);
-    size_t dlen = 0;
     char *dj = NULL;
-    if (c->d && rl_dispatch_stats_json(c->d, NULL, 0, &dlen) == RL_ERANGE)
-        dj = malloc(dlen + 1);
-    if (!ps || (c->d && (!dj || rl_dispatch_stats_json(c->d, dj, dlen + 1, NULL) != 0))) {
+    if (ps && c->d && (rc = dispatcher_json(c->d, &dj)) != 0) {
         free(ps);
-        free(dj);
-        return RL_ENOMEM;
+        return rc;
     }
+    if (!ps)
+        return RL_ENOMEM;
     rl_consumer_stats_get(c, &s, ps, n, &n);
     rl__json o = {buf, cap, 0};
     rl__json_put(&o,

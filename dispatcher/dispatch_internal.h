@@ -616,6 +616,12 @@ bool rl__parks_due(const rl__lane *l); /* under l->mu */
 void rl__parks_count(rl__lane *l, const rl__route *next, size_t *incoming);
 void rl__parks_retarget(rl__lane *l, const rl__route *next);
 
+/* lane_change.c, HELD LANES: under the route lock (write), the lanes pushed since the last look
+ * join d->held_lanes; and the lanes that hold nothing leave it (`removed` too, when not NULL).
+ * Then a lane off the list holds nothing (take_tag and wait_tag look only at the list). */
+void rl__held_take(rl_dispatcher_t *d);
+void rl__held_prune(rl_dispatcher_t *d, const rl__lane *removed);
+
 /* lane_change.c: called after a lane's job ended, with no lock held. */
 void rl__fence_release(rl__lane *l);
 

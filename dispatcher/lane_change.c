@@ -77,8 +77,10 @@
  * nothing (nothing queued or parked, no job in flight, no fence of its own or held, no park).
  * A lane off the list holds nothing, and nothing can arrive while the route lock is held for
  * writing (submissions, parks and fence releases take it for reading), so A to C have nothing
- * to do for it. A removed lane leaves the list at its change and is never put on it again (its
- * fence and parks are looked at through d->retiring).
+ * to do for it. take_tag and wait_tag look at the list the same way (revoke.c; take_tag prunes
+ * it too), and the bounded statistics read it under the lock for reading. A removed lane leaves the
+ * list at its change and is never put on it again (its fence and parks are looked at through
+ * d->retiring).
  *
  * Cost: the critical section walks the held lanes' queues twice (count, then move), and the
  * route's lane array once (room for the moves); lanes that hold nothing are not touched.
@@ -274,7 +276,7 @@ static void fence_and_move(rl__lane *l, plan *p)
 
 /* Under the route lock (write), which keeps out everyone who pushes: the lanes pushed since
  * the last change join the list. */
-static void take_held(rl_dispatcher_t *d)
+void rl__held_take(rl_dispatcher_t *d)
 {
     rl__lane *l = atomic_exchange_explicit(&d->held_new, NULL, memory_order_acquire);
     while (l) {
@@ -288,7 +290,7 @@ static void take_held(rl_dispatcher_t *d)
 /* Under the route lock (write), after the moves: lanes that hold nothing leave the list, and
  * so does the lane being removed (a retiring lane is looked at through d->retiring, is never
  * put on the list again, and is freed). */
-static void prune_held(rl_dispatcher_t *d, const rl__lane *removed)
+void rl__held_prune(rl_dispatcher_t *d, const rl__lane *removed)
 {
     for (rl__lane **pp = &d->held_lanes, *l; (l = *pp);) {
         rl__lock(&l->mu);
@@ -366,7 +368,7 @@ static int apply_change(rl_dispatcher_t *d, plan *p)
         pthread_rwlock_unlock(&d->route_lock);
         return RL_ECLOSED;
     }
-    take_held(d);
+    rl__held_take(d);
     if (next->n == 0) {
         /* The last lane goes: only when nothing is left anywhere for a ring to route. */
         rl__lock(&removed->mu);
@@ -419,7 +421,7 @@ static int apply_change(rl_dispatcher_t *d, plan *p)
         }
     }
     /* D */
-    prune_held(d, removed);
+    rl__held_prune(d, removed);
     rl__route old = *cur;
     *cur = *next;
     *next = old;

@@ -61,15 +61,16 @@ int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count)
      * and wait). Scanned one lane after another while workers went on, a key's jobs could
      * start on a lane not yet scanned after its later jobs were taken elsewhere, or a later
      * job of a key under another tag start and finish, and their completions would end on
-     * the wrong side of the jobs handed back. The lanes are then looked at one at a time. */
+     * the wrong side of the jobs handed back. The lanes are then looked at one at a time: only
+     * those on the held list (a lane off it holds nothing), which drops the ones left empty. */
     rl__lane *taken = NULL; /* lanes whose job was taken from its retry delay */
     bool wake_loop = false; /* a lane the take left idle, for a close or a retiring lane */
     pthread_rwlock_wrlock(&d->route_lock);
     rl__lock(&d->ready_mu);
     atomic_store(&d->starts_paused, true);
     rl__unlock(&d->ready_mu);
-    for (size_t i = 0; i < d->route.n; i++) {
-        rl__lane *l = d->route.lanes[i];
+    rl__held_take(d);
+    for (rl__lane *l = d->held_lanes; l; l = l->next_held_lane) {
         rl__lock(&l->mu);
         if (take_from_lane(l, tag, &out)) {
             l->next_taken = taken;
@@ -78,6 +79,9 @@ int rl_dispatch_take_tag(rl_dispatcher_t *d, int64_t tag, size_t *count)
         wake_loop |= rl__lane_wants_loop(l);
         rl__unlock(&l->mu);
     }
+    rl__held_prune(d, NULL);
+    /* Closing, an idle lane off the list would have asked for the loop too. */
+    wake_loop |= atomic_load(&d->closing) && d->route.n > 0;
     for (rl__lane *r = d->retiring; r; r = r->next_retiring) {
         rl__lock(&r->mu);
         if (take_from_lane(r, tag, &out)) {
@@ -131,8 +135,9 @@ static bool tag_in_flight(rl_dispatcher_t *d, int64_t tag)
 {
     bool runs = false;
     pthread_rwlock_wrlock(&d->route_lock);
-    for (size_t i = 0; i < d->route.n && !runs; i++)
-        runs = lane_runs_tag(d->route.lanes[i], tag);
+    rl__held_take(d); /* a lane off the held list runs nothing */
+    for (rl__lane *l = d->held_lanes; l && !runs; l = l->next_held_lane)
+        runs = lane_runs_tag(l, tag);
     for (rl__lane *r = d->retiring; r && !runs; r = r->next_retiring)
         runs = lane_runs_tag(r, tag);
     pthread_rwlock_unlock(&d->route_lock);

@@ -206,16 +206,22 @@ static void new_refuses_bad_options(void **state)
 
 /* Lanes NULL with a count: that many lanes, named by the dispatcher's rule, for both kinds of
  * handler; an asynchronous consumer given no lanes at all gets RL_CONSUMER_ASYNC_LANES of them,
- * named the same way. */
+ * named the same way, or RL_CONSUMER_ASYNC_LANES_RING when it gives a ring. */
 static void lanes_named_for_you(void **state)
 {
     (void)state;
     uv_loop_t loop;
     assert_int_equal(uv_loop_init(&loop), 0);
+    rl_ring_options ring;
+    rl_ring_options_init(&ring);
     const struct {
         bool async;
         size_t count, want;
-    } cases[] = {{false, 3, 3}, {true, 5, 5}, {true, 0, RL_CONSUMER_ASYNC_LANES}};
+        const rl_ring_options *ring;
+    } cases[] = {{false, 3, 3, NULL},
+                 {true, 5, 5, NULL},
+                 {true, 0, RL_CONSUMER_ASYNC_LANES, NULL},
+                 {true, 0, RL_CONSUMER_ASYNC_LANES_RING, &ring}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         rl_consumer_options o;
         valid_options(&o);
@@ -225,6 +231,7 @@ static void lanes_named_for_you(void **state)
         }
         o.dispatch.lanes = NULL;
         o.dispatch.lane_count = cases[i].count;
+        o.dispatch.ring = cases[i].ring;
         rl_consumer_t *c = NULL;
         assert_rl_ok(rl_consumer_new(&loop, &o, &c));
         assert_no_detail();

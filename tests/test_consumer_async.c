@@ -555,6 +555,19 @@ static void async_consumer_defaults(void **state)
     rl_dispatch_stats ds;
     assert_int_equal(rl_dispatch_stats_get(rl_consumer_dispatcher(c), &ds, NULL, 0, NULL), 0);
     assert_int_equal(ds.lanes, RL_CONSUMER_ASYNC_LANES);
+    /* Its statistics list the lanes holding a message (none yet), not all 65,536: the whole
+     * list would be about 15 MB (rl_dispatch_stats_json's). */
+    size_t need = 0;
+    assert_int_equal(rl_consumer_stats_json(c, NULL, 0, &need), RL_ERANGE);
+    char *json = malloc(need + 1);
+    assert_non_null(json);
+    assert_int_equal(rl_consumer_stats_json(c, json, need + 1, NULL), 0);
+    assert_non_null(strstr(json, "\"lane_list\":\"busy\",\"lanes_busy\":0,\"lane\":[]"));
+    assert_true(need < 4096);
+    free(json);
+    size_t whole = 0;
+    assert_int_equal(rl_dispatch_stats_json(rl_consumer_dispatcher(c), NULL, 0, &whole), RL_ERANGE);
+    assert_true(whole > (size_t)RL_CONSUMER_ASYNC_LANES * 100);
     assert_int_equal(rl_consumer_complete(c, 0, 0), RL_EINVAL);
     assert_int_equal(rl_consumer_complete(c, 12345, 0), RL_ESTALE);
     assert_int_equal(rl_consumer_close(c, on_closed), 0);

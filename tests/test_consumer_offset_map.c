@@ -165,7 +165,7 @@ static void om_thread(cthread *t, om_ctx *x, const char *group, const char *stra
     ct_init(t, consumer_conf(&k, group, strategy), topics, 1, NULL, x);
     t->opts.handler = NULL;
     t->opts.async_handler = om_async;
-    t->opts.dispatch.lanes = NULL; /* the default: 1,024 lanes, keys rarely share one */
+    t->opts.dispatch.lanes = NULL; /* the default: 65,536 lanes, keys rarely share one */
     t->opts.dispatch.lane_count = 0;
     t->opts.revoke_timeout_ms = 500;
     t->rebalance_hook = om_rebalance;
@@ -206,7 +206,8 @@ static void produce_keys(const char *topic, int parts, int keys, int per_key, lo
 
 /* A key of 0..keys-1 that the ring partitioner puts on partition `part` of `parts` and that
  * shares its lane with no other key, on the default asynchronous lanes (the dispatcher's ring
- * over "lane-0" .. "lane-1023" with the ring's defaults): holding it holds no other key. */
+ * over "lane-0" .. "lane-65535", profile RL_CONSUMER_ASYNC_PROFILE): holding it holds no other
+ * key. */
 static void key_lanes(int keys, uint32_t *lane)
 {
     enum { LANES = RL_CONSUMER_ASYNC_LANES };
@@ -217,7 +218,10 @@ static void key_lanes(int keys, uint32_t *lane)
         members[i] = (rl_member){.name = names[i], .weight = 1};
     }
     rl_ring_t *lanes;
-    assert_rl_ok(rl_ring_build(members, LANES, NULL, &lanes));
+    rl_ring_options ro;
+    rl_ring_options_init(&ro);
+    ro.profile = RL_CONSUMER_ASYNC_PROFILE;
+    assert_rl_ok(rl_ring_build(members, LANES, &ro, &lanes));
     for (int key = 0; key < keys; key++) {
         char kk[16];
         int kl = msg_key(key, kk, sizeof kk);

@@ -1762,7 +1762,7 @@ static void test_remove_last_lane(void **state)
     assert_int_equal(submit(c, new_rec(c, "k", 0)), RL_ESTATE);
     assert_rl_ok(rl_dispatch_add_lane(c->d, "b"));
     assert_rl_ok(submit(c, &c->recs[10]));
-    run_until_done(c, 11);
+    run_until_done(c, 9); /* 7 ran, 2 were handed back */
     finish(c, RL_DISPATCH_DRAIN);
     ctx_free(c);
 }
@@ -1817,7 +1817,147 @@ static void test_moves_keep_order(void **state)
     ctx_free(c);
 }
 
+static size_t held_count(rl_dispatcher_t *d)
+{
+    size_t n = 0;
+    for (rl__lane *l = atomic_load(&d->held_new); l; l = l->next_held_lane)
+        n++;
+    for (rl__lane *l = d->held_lanes; l; l = l->next_held_lane)
+        n++;
+    return n;
+}
+
+/* take_tag and wait_tag look only at the lanes on the held list (HELD LANES in lane_change.c),
+ * not at every lane: take_tag finds the queued jobs of its tag there, and drops the lanes that
+ * hold nothing after it; with no lane change in between, the old code kept every lane that had
+ * ever held a job on the list (3 here after the jobs ended, not 0). */
+static void test_take_tag_looks_at_held_lanes(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    enum { LANES = 32 };
+    char names[LANES][8];
+    const char *lanes[LANES];
+    for (int i = 0; i < LANES; i++) {
+        snprintf(names[i], sizeof names[i], "l%d", i);
+        lanes[i] = names[i];
+    }
+    rl_dispatch_options o;
+    opts_for(c, &o, lanes, LANES);
+    start(c, &o);
+    /* Three keys on three different lanes. */
+    const char *keys[3];
+    char kbuf[64][8];
+    uint32_t used[3];
+    int nk = 0;
+    for (int i = 0; nk < 3 && i < 64; i++) {
+        snprintf(kbuf[i], sizeof kbuf[i], "k%d", i);
+        uint64_t h;
+        assert_rl_ok(rl_ring_hash_key(c->d->route.ring, kbuf[i], strlen(kbuf[i]), &h));
+        uint32_t node = rl__route_node(&c->d->route, h);
+        bool fresh = true;
+        for (int j = 0; j < nk; j++)
+            fresh = fresh && used[j] != node;
+        if (fresh) {
+            used[nk] = node;
+            keys[nk++] = kbuf[i];
+        }
+    }
+    assert_int_equal(nk, 3);
+    gate_set(&c->g, false);
+    for (int k = 0; k < 3; k++) {
+        rec *r = new_rec(c, keys[k], 1);
+        r->gated = true;
+        assert_rl_ok(submit(c, r));
+    }
+    gate_wait_arrived(&c->g, 3); /* one in flight on each lane */
+    for (int k = 0; k < 3; k++)
+        for (int j = 0; j < 2; j++)
+            assert_rl_ok(submit(c, new_rec(c, keys[k], k == 0 ? 1 : 2)));
+    assert_int_equal(held_count(c->d), 3);
+    size_t taken = 0;
+    assert_rl_ok(rl_dispatch_take_tag(c->d, 1, &taken));
+    assert_int_equal(taken, 2);            /* the queued jobs of key 0; its first is in flight */
+    assert_int_equal(held_count(c->d), 3); /* each still has a job in flight */
+    gate_set(&c->g, true);
+    run_until_done(c, 9); /* 7 ran, 2 were handed back */
+    assert_rl_ok(rl_dispatch_wait_tag(c->d, 2, 0));
+    assert_rl_ok(rl_dispatch_take_tag(c->d, 2, &taken));
+    assert_int_equal(taken, 0);
+    assert_int_equal(held_count(c->d), 0);
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+}
+
 /* --- statistics --- */
+
+static size_t count_of(const char *text, const char *what)
+{
+    size_t n = 0;
+    for (const char *p = text; (p = strstr(p, what)) != NULL; p += strlen(what))
+        n++;
+    return n;
+}
+
+/* rl_dispatch_stats_json_bounded: every lane while there are at most max_lanes; above, only the
+ * lanes holding a job (one in flight with two queued behind it here), at most max_lanes, and
+ * none once the job has ended, though its lane is still on the held list. */
+static void test_stats_json_bounded(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    enum { LANES = 16 };
+    char names[LANES][8];
+    const char *lanes[LANES];
+    for (int i = 0; i < LANES; i++) {
+        snprintf(names[i], sizeof names[i], "l%d", i);
+        lanes[i] = names[i];
+    }
+    rl_dispatch_options o;
+    opts_for(c, &o, lanes, LANES);
+    start(c, &o);
+    gate_set(&c->g, false);
+    rec *first = new_rec(c, "k", 0);
+    first->gated = true;
+    assert_rl_ok(submit(c, first));
+    gate_wait_arrived(&c->g, 1);
+    assert_rl_ok(submit(c, new_rec(c, "k", 0)));
+    assert_rl_ok(submit(c, new_rec(c, "k", 0)));
+
+    char buf[8192];
+    size_t len = 0;
+    assert_rl_ok(rl_dispatch_stats_json_bounded(c->d, LANES, buf, sizeof buf, &len));
+    assert_int_equal(strlen(buf), len);
+    assert_non_null(strstr(buf, "\"lane_list\":\"all\""));
+    assert_int_equal(count_of(buf, "\"name\":"), LANES);
+
+    assert_rl_ok(rl_dispatch_stats_json_bounded(c->d, 4, buf, sizeof buf, &len));
+    assert_memory_equal(buf, "{\"lanes\":16,", 12);
+    assert_non_null(strstr(buf, "\"lane_list\":\"busy\",\"lanes_busy\":1,"));
+    assert_int_equal(count_of(buf, "\"name\":"), 1);
+    assert_non_null(strstr(buf, "\"depth\":2,"));
+    assert_non_null(strstr(buf, "\"in_flight\":1,"));
+    assert_non_null(strstr(buf, "\"submitted\":3,"));
+
+    assert_rl_ok(rl_dispatch_stats_json_bounded(c->d, 0, buf, sizeof buf, &len));
+    assert_non_null(strstr(buf, "\"lanes_busy\":1,\"lane\":[]}"));
+    size_t need = 0;
+    char small[8];
+    assert_int_equal(rl_dispatch_stats_json_bounded(c->d, 4, small, sizeof small, &need),
+                     RL_ERANGE);
+    assert_true(need > sizeof small);
+
+    gate_set(&c->g, true);
+    run_until_done(c, 3);
+    assert_rl_ok(rl_dispatch_stats_json_bounded(c->d, 4, buf, sizeof buf, &len));
+    assert_non_null(strstr(buf, "\"lanes_busy\":0,\"lane\":[]}"));
+    assert_non_null(strstr(buf, "\"done\":3,"));
+
+    assert_int_equal(rl_dispatch_stats_json_bounded(NULL, 4, buf, sizeof buf, NULL), RL_EINVAL);
+    assert_int_equal(rl_dispatch_stats_json_bounded(c->d, 4, NULL, 5, NULL), RL_EINVAL);
+    finish(c, RL_DISPATCH_DRAIN);
+    ctx_free(c);
+}
 
 static void test_stats_json(void **state)
 {
@@ -2004,6 +2144,8 @@ int main(void)
         cmocka_unit_test(test_remove_last_lane),
         cmocka_unit_test(test_moves_keep_order),
         cmocka_unit_test(test_stats_json),
+        cmocka_unit_test(test_stats_json_bounded),
+        cmocka_unit_test(test_take_tag_looks_at_held_lanes),
         cmocka_unit_test(test_stream_lets_the_loop_run),
         cmocka_unit_test(test_capacity_follows_refused_lanes),
         cmocka_unit_test(test_many_lanes_change_in_order),

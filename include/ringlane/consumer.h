@@ -85,11 +85,24 @@ extern "C" {
 
 typedef struct rl_consumer rl_consumer_t;
 
-/* The lanes an asynchronous consumer makes when none are given. A lane holds at most one
- * message in flight, so with asynchronous work the lanes are the concurrency: with 1,024 lanes
- * and K busy keys about 1024 * (1 - e^(-K/1024)) lanes are busy (632 for K = 1,000), while a
- * lane costs memory only (no thread). */
-#define RL_CONSUMER_ASYNC_LANES 1024u
+/* The lanes an asynchronous consumer makes when none are given, and their ring's profile when
+ * dispatch.ring is NULL too. A lane holds at most one message in flight, so with asynchronous
+ * work the lanes are the concurrency, and keys that share a lane wait for each other: a busy key
+ * shares its lane with another of K busy keys with a chance of about 1 - e^(-K/lanes), 1.5% for
+ * K = 1,000 and 14% for K = 10,000 on 65,536 lanes (62% and 99.99% on 1,024). With "memento"
+ * 65,536 lanes take about 23 ms to make, 468 B each when idle (30 MB), about 4 ms per lane
+ * change, and no more loop CPU per message than 1,024 (docs/consumer.md, "Asynchronous
+ * handlers"). A caller who gives dispatch.ring but no lanes gets RL_CONSUMER_ASYNC_LANES_RING
+ * lanes: most profiles build every point, and 65,536 lanes of "default" take about 1 s to make
+ * and 4.4 KB each. */
+#define RL_CONSUMER_ASYNC_LANES 65536u
+#define RL_CONSUMER_ASYNC_PROFILE "memento"
+#define RL_CONSUMER_ASYNC_LANES_RING 1024u
+
+/* rl_consumer_stats_json lists every lane of the dispatcher up to this many lanes; above, only
+ * the lanes that hold a message (queued, in flight, parked, or removed and finishing), at most
+ * this many (rl_dispatch_stats_get on rl_consumer_dispatcher lists them all, from any thread). */
+#define RL_CONSUMER_STATS_LANES_MAX 1024u
 
 /* Where messages without a key go. */
 enum rl_consumer_null_key {
@@ -149,7 +162,9 @@ typedef struct rl_consumer_options {
      * (asynchronous handlers: an attempt not completed in time fails with RL_ETIMEDOUT). Lanes
      * NULL with lane_count N make N lanes named "lane-0".."lane-<N-1>" (the dispatcher's
      * RL_DISPATCH_LANE_PREFIX rule); with an asynchronous handler, lanes NULL and lane_count 0
-     * make RL_CONSUMER_ASYNC_LANES lanes, named the same way. A blocking handler needs a count
+     * make RL_CONSUMER_ASYNC_LANES lanes named the same way, on a RL_CONSUMER_ASYNC_PROFILE
+     * ring unless dispatch.ring is given (then RL_CONSUMER_ASYNC_LANES_RING lanes on that ring).
+     * A blocking handler needs a count
      * or names. Its handler, async_handler, on_done, on_capacity and data belong to the
      * consumer and must stay NULL. */
     rl_dispatch_options dispatch;
@@ -310,7 +325,10 @@ RL_EXTERN int rl_consumer_stats_get(rl_consumer_t *c, rl_consumer_stats *out,
                                     rl_consumer_partition_stats *parts, size_t cap, size_t *n);
 
 /* The same as one JSON object, with the dispatcher's statistics under "dispatcher"; like
- * snprintf: *len (may be NULL) gets the length the whole text needs, RL_ERANGE when cut. */
+ * snprintf: *len (may be NULL) gets the length the whole text needs, RL_ERANGE when cut. The
+ * dispatcher's "lane" array holds every lane when there are at most RL_CONSUMER_STATS_LANES_MAX
+ * ("lane_list": "all"), else only the lanes holding a message, at most that many ("lane_list":
+ * "busy", "lanes_busy": how many hold one), so the text stays small at 65,536 lanes. */
 RL_EXTERN int rl_consumer_stats_json(rl_consumer_t *c, char *buf, size_t cap, size_t *len);
 
 #ifdef __cplusplus

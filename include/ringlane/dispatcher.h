@@ -342,6 +342,15 @@ RL_EXTERN int rl_dispatch_stats_get(rl_dispatcher_t *d, rl_dispatch_stats *out,
  * returned. */
 RL_EXTERN int rl_dispatch_stats_json(rl_dispatcher_t *d, char *buf, size_t cap, size_t *len);
 
+/* The same JSON with at most max_lanes entries in "lane", for dispatchers with many lanes: with
+ * at most max_lanes lanes, every lane ("lane_list": "all"); with more, only the lanes holding a
+ * job (queued, in flight, parked or retry parked; and every retiring lane), in no particular
+ * order, the first max_lanes of them ("lane_list": "busy"; "lanes_busy" counts them all). The
+ * idle lanes are not looked at: the cost follows the lanes that got a job since the last lane
+ * change. The busy lanes change from one call to the next, so the length may too. */
+RL_EXTERN int rl_dispatch_stats_json_bounded(rl_dispatcher_t *d, size_t max_lanes, char *buf,
+                                             size_t cap, size_t *len);
+
 #ifdef __cplusplus
 }
 #endif
