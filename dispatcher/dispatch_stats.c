@@ -144,10 +144,9 @@ static int json_write(const rl_dispatch_stats *s, const rl_dispatch_lane_stats *
     return rl__json_end(&o, len);
 }
 
-int rl_dispatch_stats_json(rl_dispatcher_t *d, char *buf, size_t cap, size_t *len)
+/* The JSON with every lane; list as for json_write. */
+static int json_all_lanes(rl_dispatcher_t *d, const char *list, char *buf, size_t cap, size_t *len)
 {
-    if (!d || (!buf && cap))
-        return RL_EINVAL;
     rl_dispatch_stats s;
     size_t n = 0;
     int rc = rl_dispatch_stats_get(d, &s, NULL, 0, &n);
@@ -161,9 +160,16 @@ int rl_dispatch_stats_json(rl_dispatcher_t *d, char *buf, size_t cap, size_t *le
     if (got > n) /* lanes were added meanwhile: report those we have */
         got = n;
     if (!rc)
-        rc = json_write(&s, ls, got, NULL, 0, buf, cap, len);
+        rc = json_write(&s, ls, got, list, 0, buf, cap, len);
     free(ls);
     return rc;
+}
+
+int rl_dispatch_stats_json(rl_dispatcher_t *d, char *buf, size_t cap, size_t *len)
+{
+    if (!d || (!buf && cap))
+        return RL_EINVAL;
+    return json_all_lanes(d, NULL, buf, cap, len);
 }
 
 int rl_dispatch_stats_json_bounded(rl_dispatcher_t *d, size_t max_lanes, char *buf, size_t cap,
@@ -176,17 +182,8 @@ int rl_dispatch_stats_json_bounded(rl_dispatcher_t *d, size_t max_lanes, char *b
     int rc = rl_dispatch_stats_get(d, &s, NULL, 0, &n);
     if (rc)
         return rc;
-    if (n <= max_lanes) { /* a few lanes: all of them, as rl_dispatch_stats_json lists them */
-        rl_dispatch_lane_stats *ls = calloc(n ? n : 1, sizeof *ls);
-        if (!ls)
-            return RL_ENOMEM;
-        size_t got = n;
-        rc = rl_dispatch_stats_get(d, &s, ls, n, &got);
-        if (!rc)
-            rc = json_write(&s, ls, got < n ? got : n, "all", 0, buf, cap, len);
-        free(ls);
-        return rc;
-    }
+    if (n <= max_lanes) /* a few lanes: all of them, as rl_dispatch_stats_json lists them */
+        return json_all_lanes(d, "all", buf, cap, len);
     rl_dispatch_lane_stats *ls = calloc(max_lanes ? max_lanes : 1, sizeof *ls);
     uint64_t *hist = malloc(sizeof(uint64_t) * RL__HIST_BUCKETS);
     if (!ls || !hist) {
