@@ -136,8 +136,17 @@ static bool tag_in_flight(rl_dispatcher_t *d, int64_t tag)
     bool runs = false;
     pthread_rwlock_wrlock(&d->route_lock);
     rl__held_take(d); /* a lane off the held list runs nothing */
-    for (rl__lane *l = d->held_lanes; l && !runs; l = l->next_held_lane)
+    for (rl__lane **pp = &d->held_lanes, *l; !runs && (l = *pp); pp = &l->next_held_lane) {
         runs = lane_runs_tag(l, tag);
+        if (runs && pp != &d->held_lanes) {
+            /* To the front: wait_tag looks again at each completion, and the lane that runs
+             * the tag now most likely still does then (a look that walked the list to it each
+             * time slowed completions, which wait for this lock, by half at 65,536 lanes). */
+            *pp = l->next_held_lane;
+            l->next_held_lane = d->held_lanes;
+            d->held_lanes = l;
+        }
+    }
     for (rl__lane *r = d->retiring; r && !runs; r = r->next_retiring)
         runs = lane_runs_tag(r, tag);
     pthread_rwlock_unlock(&d->route_lock);
