@@ -25,6 +25,7 @@
  * starting and completing, librdkafka's calls on the loop included). */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
 #include "bench_common.h"
+#include "bench_kafka.h"
 
 #include "ringlane/consumer.h"
 
@@ -42,23 +43,6 @@ static long messages = 200000;
 static int work_us = 0;
 static const char *bootstraps;
 
-static void quiet(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
-{
-    (void)rk;
-    (void)level;
-    (void)fac;
-    (void)buf;
-}
-
-static void set(rd_kafka_conf_t *conf, const char *name, const char *value)
-{
-    char err[256];
-    if (rd_kafka_conf_set(conf, name, value, err, sizeof err) != RD_KAFKA_CONF_OK) {
-        fprintf(stderr, "bench_consumer: %s: %s\n", name, err);
-        exit(1);
-    }
-}
-
 static void spin(void)
 {
     if (work_us <= 0)
@@ -71,9 +55,9 @@ static void spin(void)
 static void prefill(void)
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    set(conf, "bootstrap.servers", bootstraps);
-    set(conf, "linger.ms", "5");
-    rd_kafka_conf_set_log_cb(conf, quiet);
+    bench_kafka_set("bench_consumer", conf, "bootstrap.servers", bootstraps);
+    bench_kafka_set("bench_consumer", conf, "linger.ms", "5");
+    rd_kafka_conf_set_log_cb(conf, bench_kafka_quiet);
     char err[256];
     rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
     if (!p) {
@@ -98,11 +82,11 @@ static void prefill(void)
 static rd_kafka_conf_t *consumer_conf(const char *group)
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    set(conf, "bootstrap.servers", bootstraps);
-    set(conf, "group.id", group);
-    set(conf, "auto.offset.reset", "earliest");
-    set(conf, "fetch.wait.max.ms", "20");
-    rd_kafka_conf_set_log_cb(conf, quiet);
+    bench_kafka_set("bench_consumer", conf, "bootstrap.servers", bootstraps);
+    bench_kafka_set("bench_consumer", conf, "group.id", group);
+    bench_kafka_set("bench_consumer", conf, "auto.offset.reset", "earliest");
+    bench_kafka_set("bench_consumer", conf, "fetch.wait.max.ms", "20");
+    rd_kafka_conf_set_log_cb(conf, bench_kafka_quiet);
     return conf;
 }
 
@@ -393,7 +377,7 @@ static int main_async(int argc, char **argv)
 static rd_kafka_mock_cluster_t *start_cluster(rd_kafka_t **host_out)
 {
     rd_kafka_conf_t *hconf = rd_kafka_conf_new();
-    rd_kafka_conf_set_log_cb(hconf, quiet);
+    rd_kafka_conf_set_log_cb(hconf, bench_kafka_quiet);
     char err[256];
     rd_kafka_t *host = rd_kafka_new(RD_KAFKA_PRODUCER, hconf, err, sizeof err);
     rd_kafka_mock_cluster_t *mock = host ? rd_kafka_mock_cluster_new(host, 3) : NULL;
@@ -430,7 +414,7 @@ int main(int argc, char **argv)
         return 2;
     }
     rd_kafka_conf_t *hconf = rd_kafka_conf_new();
-    rd_kafka_conf_set_log_cb(hconf, quiet);
+    rd_kafka_conf_set_log_cb(hconf, bench_kafka_quiet);
     char err[256];
     rd_kafka_t *host = rd_kafka_new(RD_KAFKA_PRODUCER, hconf, err, sizeof err);
     rd_kafka_mock_cluster_t *mock = host ? rd_kafka_mock_cluster_new(host, 3) : NULL;

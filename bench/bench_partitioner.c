@@ -21,6 +21,7 @@
  * per partition, beside profile "default" (ringlane 0.1's placement); then growth P-1 -> P. */
 #define _POSIX_C_SOURCE 200809L
 #include "ring_internal.h" /* ix_bytes: the lookup engine's memory */
+#include "bench_kafka.h"
 #include "ringlane/partitioner.h"
 #include "ringlane/ringlane.h"
 
@@ -130,14 +131,6 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
         c->delivered++;
 }
 
-static void quiet(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
-{
-    (void)rk;
-    (void)level;
-    (void)fac;
-    (void)buf;
-}
-
 static double cpu_s(void)
 {
     struct timespec ts;
@@ -169,7 +162,7 @@ static double produce_run(const char *bootstraps, const char *topic, rl_kafka_pa
     rd_kafka_conf_set_default_topic_conf(conf, tconf);
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
     rd_kafka_conf_set_opaque(conf, &c);
-    rd_kafka_conf_set_log_cb(conf, quiet);
+    rd_kafka_conf_set_log_cb(conf, bench_kafka_quiet);
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
     if (!rk) {
         fprintf(stderr, "bench: %s\n", err);
@@ -235,7 +228,7 @@ static void bench_throughput(int rounds, long messages, int32_t partitions, uint
 {
     char err[512];
     rd_kafka_conf_t *hconf = rd_kafka_conf_new();
-    rd_kafka_conf_set_log_cb(hconf, quiet);
+    rd_kafka_conf_set_log_cb(hconf, bench_kafka_quiet);
     rd_kafka_t *host = rd_kafka_new(RD_KAFKA_PRODUCER, hconf, err, sizeof err);
     rd_kafka_mock_cluster_t *mock = host ? rd_kafka_mock_cluster_new(host, 3) : NULL;
     if (!mock || rd_kafka_mock_topic_create(mock, "bench", partitions, 1) != 0) {

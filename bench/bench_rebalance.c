@@ -27,6 +27,7 @@
  * cooperative-sticky)] */
 #define _POSIX_C_SOURCE 200809L
 #include "bench_common.h"
+#include "bench_kafka.h"
 
 #include "../consumer/offset_map.h"
 #include "ringlane/consumer.h"
@@ -45,30 +46,13 @@
 static long messages = 60000;
 static const char *bootstraps;
 
-static void quiet(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
-{
-    (void)rk;
-    (void)level;
-    (void)fac;
-    (void)buf;
-}
-
-static void set(rd_kafka_conf_t *conf, const char *name, const char *value)
-{
-    char err[256];
-    if (rd_kafka_conf_set(conf, name, value, err, sizeof err) != RD_KAFKA_CONF_OK) {
-        fprintf(stderr, "bench_rebalance: %s: %s\n", name, err);
-        exit(1);
-    }
-}
-
 static void prefill(void)
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    set(conf, "bootstrap.servers", bootstraps);
-    set(conf, "linger.ms", "5");
-    set(conf, "enable.idempotence", "true");
-    rd_kafka_conf_set_log_cb(conf, quiet);
+    bench_kafka_set("bench_rebalance", conf, "bootstrap.servers", bootstraps);
+    bench_kafka_set("bench_rebalance", conf, "linger.ms", "5");
+    bench_kafka_set("bench_rebalance", conf, "enable.idempotence", "true");
+    rd_kafka_conf_set_log_cb(conf, bench_kafka_quiet);
     char err[256];
     rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
     if (!p) {
@@ -265,20 +249,20 @@ static void member_start(member *mb, const char *group, const char *strategy, ui
     memset(mb, 0, sizeof *mb);
     rl_consumer_options_init(&mb->opts);
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    set(conf, "bootstrap.servers", bootstraps);
-    set(conf, "group.id", group);
-    set(conf, "auto.offset.reset", "earliest");
-    set(conf, "partition.assignment.strategy", strategy);
+    bench_kafka_set("bench_rebalance", conf, "bootstrap.servers", bootstraps);
+    bench_kafka_set("bench_rebalance", conf, "group.id", group);
+    bench_kafka_set("bench_rebalance", conf, "auto.offset.reset", "earliest");
+    bench_kafka_set("bench_rebalance", conf, "partition.assignment.strategy", strategy);
     /* The group notices B within a heartbeat: at librdkafka's default (3 s) the poison
      * message has been dead-lettered long before, and no watermark is held at the revoke. */
     const char *hb = getenv("RINGLANE_BENCH_HEARTBEAT_MS");
     const char *session = getenv("RINGLANE_BENCH_SESSION_MS");
-    set(conf, "heartbeat.interval.ms", hb ? hb : "200");
-    set(conf, "session.timeout.ms", session ? session : "2500");
+    bench_kafka_set("bench_rebalance", conf, "heartbeat.interval.ms", hb ? hb : "200");
+    bench_kafka_set("bench_rebalance", conf, "session.timeout.ms", session ? session : "2500");
     if (getenv("RINGLANE_BENCH_DEBUG")) /* e.g. "cgrp": librdkafka's log on stderr */
-        set(conf, "debug", getenv("RINGLANE_BENCH_DEBUG"));
+        bench_kafka_set("bench_rebalance", conf, "debug", getenv("RINGLANE_BENCH_DEBUG"));
     else
-        rd_kafka_conf_set_log_cb(conf, quiet);
+        rd_kafka_conf_set_log_cb(conf, bench_kafka_quiet);
     mb->opts.conf = conf;
     mb->opts.topics = topics;
     mb->opts.topic_count = 1;
@@ -314,9 +298,9 @@ static void member_close(member *mb)
 static long restart_redo(const char *group, long *committed_total)
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    set(conf, "bootstrap.servers", bootstraps);
-    set(conf, "group.id", group);
-    rd_kafka_conf_set_log_cb(conf, quiet);
+    bench_kafka_set("bench_rebalance", conf, "bootstrap.servers", bootstraps);
+    bench_kafka_set("bench_rebalance", conf, "group.id", group);
+    rd_kafka_conf_set_log_cb(conf, bench_kafka_quiet);
     char err[256];
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
     if (!rk)
@@ -436,7 +420,7 @@ int main(int argc, char **argv)
         return 2;
     }
     rd_kafka_conf_t *hconf = rd_kafka_conf_new();
-    rd_kafka_conf_set_log_cb(hconf, quiet);
+    rd_kafka_conf_set_log_cb(hconf, bench_kafka_quiet);
     char err[256];
     rd_kafka_t *host = rd_kafka_new(RD_KAFKA_PRODUCER, hconf, err, sizeof err);
     rd_kafka_mock_cluster_t *mock = host ? rd_kafka_mock_cluster_new(host, 3) : NULL;
