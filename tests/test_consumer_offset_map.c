@@ -288,6 +288,25 @@ static bool map_is_all_but(const char *group, const char *topic, int part, const
     return ok;
 }
 
+/* One partition of `keys` keys x `per_key` messages; consumer `a` (cooperative-sticky, the
+ * offset map on or off) holds the third message (seq 2) of a key alone on the partition, and
+ * the call returns once every other message has completed: the key's first two and all the
+ * other keys'. */
+static hold *start_one_held(const char *topic, const char *group, int keys, int per_key,
+                            bool map_on, logmap *lm, om_ctx *x, cthread *a, const char **topics)
+{
+    produce_keys(topic, 1, keys, per_key, lm);
+    om_init(x, keys);
+    hold *h = om_hold(x, lonely_key_on(0, 1, keys), 2);
+    om_thread(a, x, group, "cooperative-sticky", topics);
+    if (!map_on)
+        a->opts.offset_map_max_bytes = 0;
+    assert_rl_ok(ct_start(a));
+    long want = (long)(keys - 1) * per_key + 2;
+    WAIT_FOR(checker_complete(&x->ck, per_key) == want, 60);
+    return h;
+}
+
 /* --- skipping after a rebalance --- */
 
 /* Two partitions, 50 keys x 20 messages; one message of a key on each partition is held at its
@@ -398,16 +417,10 @@ static void lost_partition_commits_nothing(void **state)
     const char *topic = "om-lost", *group = "g-om-lost";
     enum { KEYS = 20, PER_KEY = 10 };
     static logmap lm;
-    produce_keys(topic, 1, KEYS, PER_KEY, &lm);
     static om_ctx x;
-    om_init(&x, KEYS);
-    hold *h = om_hold(&x, lonely_key_on(0, 1, KEYS), 2);
     const char *topics[] = {topic};
     cthread a;
-    om_thread(&a, &x, group, "cooperative-sticky", topics);
-    assert_rl_ok(ct_start(&a));
-    long want = (KEYS - 1) * PER_KEY + 2;
-    WAIT_FOR(checker_complete(&x.ck, PER_KEY) == want, 60);
+    hold *h = start_one_held(topic, group, KEYS, PER_KEY, true, &lm, &x, &a, topics);
     bool map = false;
     for (double end = now_s() + 30; !map && now_s() < end; sleep_ms(20))
         map = map_is_all_but(group, topic, 0, &lm, h->key, h->offset);
@@ -726,17 +739,10 @@ static void map_off_handles_everything_above_the_watermark_again(void **state)
     const char *topic = "om-off", *group = "g-om-off";
     enum { KEYS = 20, PER_KEY = 10 };
     static logmap lm;
-    produce_keys(topic, 1, KEYS, PER_KEY, &lm);
     static om_ctx x;
-    om_init(&x, KEYS);
-    hold *h = om_hold(&x, lonely_key_on(0, 1, KEYS), 2);
     const char *topics[] = {topic};
     cthread a;
-    om_thread(&a, &x, group, "cooperative-sticky", topics);
-    a.opts.offset_map_max_bytes = 0;
-    assert_rl_ok(ct_start(&a));
-    long want = (KEYS - 1) * PER_KEY + 2;
-    WAIT_FOR(checker_complete(&x.ck, PER_KEY) == want, 60);
+    hold *h = start_one_held(topic, group, KEYS, PER_KEY, false, &lm, &x, &a, topics);
     int64_t off = -1;
     for (double end = now_s() + 30; off != h->offset && now_s() < end; sleep_ms(20))
         committed_offsets(&k, group, topic, 1, &off);
@@ -771,16 +777,10 @@ static void refused_maps_are_dropped(void **state)
     const char *topic = "om-refused", *group = "g-om-refused";
     enum { KEYS = 20, PER_KEY = 10 };
     static logmap lm;
-    produce_keys(topic, 1, KEYS, PER_KEY, &lm);
     static om_ctx x;
-    om_init(&x, KEYS);
-    hold *h = om_hold(&x, lonely_key_on(0, 1, KEYS), 2);
     const char *topics[] = {topic};
     cthread a;
-    om_thread(&a, &x, group, "cooperative-sticky", topics);
-    assert_rl_ok(ct_start(&a));
-    long want = (KEYS - 1) * PER_KEY + 2;
-    WAIT_FOR(checker_complete(&x.ck, PER_KEY) == want, 60);
+    hold *h = start_one_held(topic, group, KEYS, PER_KEY, true, &lm, &x, &a, topics);
     bool map = false;
     for (double end = now_s() + 30; !map && now_s() < end; sleep_ms(20))
         map = map_is_all_but(group, topic, 0, &lm, h->key, h->offset);
