@@ -198,11 +198,13 @@ static void serve(rl_consumer_t *c)
     c->serving = true;
     uint32_t i = 0;
     rd_kafka_message_t *m;
+    rl__fetch_restart_before_poll(c);
     while (i < c->opts.poll_batch && (m = rd_kafka_consumer_poll(c->rk, 0))) {
         rl__on_message(c, m);
         i++;
     }
     bool more = i == c->opts.poll_batch; /* the queue's wake-up only comes when it was empty */
+    rl__fetch_restart_after_poll(c, !more);
     /* Only after the poll: an assignment librdkafka queued before now is served before the
      * close request, so it reaches the group as an assign call and not after its close began
      * (see may_leave, and assign_late in rebalance.c for one that comes all the same). */
@@ -463,6 +465,7 @@ static int kafka_new(rl_consumer_t *c, const rl_consumer_options *o)
         return rc;
     }
     c->coop_destroy_hazard = coop_destroy_hazard(conf);
+    rl__fetch_restart_init(c, conf);
     if (o->offset_map_max_bytes && (rc = rl__group_watch_install(c, conf)) != 0) {
         rd_kafka_conf_destroy(conf);
         if (dconf)

@@ -172,6 +172,10 @@ struct rl_consumer {
     bool join_expected;
     uint64_t join_mark, join_wait_until_ms;
 
+    /* fetch_restart.c */
+    uint64_t queued_min_messages; /* librdkafka's queued.min.messages for this consumer */
+    bool fetch_stopped;           /* the queue reached it: librdkafka stopped fetching */
+
     rl_consumer_stats stats;
 };
 
@@ -186,6 +190,10 @@ rl__part *rl__part_get(rl_consumer_t *c, const char *topic, int32_t partition, b
 rl__part *rl__part_of_message(rl_consumer_t *c, const rd_kafka_message_t *m);
 void rl__part_pause(rl_consumer_t *c, rl__part *p);
 void rl__part_resume(rl_consumer_t *c, rl__part *p);
+void rl__part_seek(rl_consumer_t *c, rl__part *p, int64_t offset);
+void rl__fetch_restart_init(rl_consumer_t *c, rd_kafka_conf_t *conf);
+void rl__fetch_restart_before_poll(rl_consumer_t *c);
+void rl__fetch_restart_after_poll(rl_consumer_t *c, bool queue_empty);
 void rl__topics_free(rl_consumer_t *c);
 
 /* flow.c: messages in, jobs out */

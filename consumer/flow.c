@@ -107,19 +107,15 @@ void rl__on_message(rl_consumer_t *c, rd_kafka_message_t *m)
         return;
     /* Refused, or behind refused ones: kept in order. The partition pauses only when that
      * backlog is long: a pause makes librdkafka drop what it fetched beyond and fetch it again
-     * on resume, and a resumed partition's fetching restarts only when its broker's thread
-     * next wakes up (up to a second in librdkafka 2.0 when that broker is otherwise idle). */
+     * on resume (rl__part_resume). */
     if (rl__msgq_push(&p->pending, m) != 0) {
         /* Out of memory: let librdkafka fetch it again from here once the partition resumes
          * (dropping it would let the watermark pass it). */
         int64_t offset = m->offset;
         rd_kafka_message_destroy(m);
         p->next_offset = offset;
-        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
-        rd_kafka_topic_partition_list_add(l, p->topic->name, p->partition)->offset = offset;
         rl__part_pause(c, p);
-        rd_kafka_seek_partitions(c->rk, l, 0);
-        rd_kafka_topic_partition_list_destroy(l);
+        rl__part_seek(c, p, offset);
         return;
     }
     if (p->pending.len >= c->opts.pending_max)

@@ -184,11 +184,34 @@ void rl__part_pause(rl_consumer_t *c, rl__part *p)
     c->stats.pauses++;
 }
 
+/* Asks librdkafka to fetch `p` from `offset` on, without waiting (the answer comes as an
+ * error message on the queue if any). */
+void rl__part_seek(rl_consumer_t *c, rl__part *p, int64_t offset)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, p->topic->name, p->partition)->offset = offset;
+    rd_kafka_error_t *error = rd_kafka_seek_partitions(c->rk, l, 0);
+    if (error) {
+        rl__consumer_error(c, rd_kafka_error_code(error), "seek %s [%d] to %" PRId64 ": %s",
+                           p->topic->name, (int)p->partition, offset, rd_kafka_error_string(error));
+        rd_kafka_error_destroy(error);
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
 void rl__part_resume(rl_consumer_t *c, rl__part *p)
 {
     if (!p->paused)
         return;
     pause_resume(c, p, false);
+    /* A resume alone restarts the partition's fetching only when its broker's thread next
+     * wakes up: up to a second later (librdkafka 2.0 to 2.15 at least) when that broker has
+     * nothing else to fetch, and the paused partition's messages were dropped at the pause.
+     * A seek to where the resume starts anyway (the offset after the last message taken)
+     * wakes that thread at once; what was fetched meanwhile at the old position is dropped
+     * by librdkafka, and anything seen twice is skipped by next_offset. */
+    if (p->next_offset >= 0)
+        rl__part_seek(c, p, p->next_offset);
     p->paused = false;
     c->stats.resumes++;
 }

@@ -130,7 +130,11 @@ static void order_async(rl_consumer_t *c, const rd_kafka_message_t *m, uint32_t 
     uv_mutex_unlock(&x->mu);
 }
 
-static void order_run(int mode, const char *topic, const char *group)
+/* tight: librdkafka stops fetching at 100 queued messages (queued.min.messages) and the
+ * consumer keeps at most 8 refused messages a partition before it pauses it, so fetching stops
+ * and restarts many times: the consumer's restarts (a seek to where the partition is, see
+ * consumer/fetch_restart.c) must lose and repeat nothing. */
+static void order_run(int mode, const char *topic, const char *group, bool tight)
 {
     enum { PARTS = 4, KEYS = 50, PER_KEY = 40 };
     assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, PARTS, 1), 0);
@@ -151,11 +155,20 @@ static void order_run(int mode, const char *topic, const char *group)
         assert_int_equal(uv_thread_create(&x.completer, completer_main, &x), 0);
     const char *topics[] = {topic};
     cthread t;
-    ct_init(&t, consumer_conf(&k, group, "cooperative-sticky"), topics, 1, NULL, &x);
+    rd_kafka_conf_t *conf = consumer_conf(&k, group, "cooperative-sticky");
+    char err[256];
+    if (tight)
+        assert_int_equal(rd_kafka_conf_set(conf, "queued.min.messages", "100", err, sizeof err),
+                         RD_KAFKA_CONF_OK);
+    ct_init(&t, conf, topics, 1, NULL, &x);
     t.opts.handler = NULL;
     t.opts.async_handler = order_async;
     t.opts.dispatch.lanes = NULL; /* the default: many lanes */
     t.opts.dispatch.lane_count = 0;
+    if (tight) {
+        t.opts.pending_max = 8;
+        t.opts.dispatch.lane_capacity = 2;
+    }
     assert_rl_ok(ct_start(&t));
     WAIT_FOR(checker_complete(&x.ck, PER_KEY) == KEYS * PER_KEY, 120);
     ct_stop(&t);
@@ -175,6 +188,12 @@ static void order_run(int mode, const char *topic, const char *group)
     assert_int_equal(t.last.abandoned, 0);
     assert_int_equal(t.last.stale, 0);
     assert_int_equal(t.last.dead_lettered, 0);
+    if (tight) {
+        print_message("fetch restarts %" PRIu64 ", pauses %" PRIu64 ", refetched %" PRIu64 "\n",
+                      t.last.fetch_restarts, t.last.pauses, t.last.refetched);
+        assert_true(t.last.fetch_restarts > 0);
+        assert_true(t.last.resumes > 0);
+    }
 
     /* Everything is committed. */
     int64_t committed[PARTS], low, high;
@@ -193,13 +212,19 @@ static void order_run(int mode, const char *topic, const char *group)
 static void order_completed_from_a_loop_timer(void **state)
 {
     (void)state;
-    order_run(FROM_TIMER, "async-timer", "g-async-timer");
+    order_run(FROM_TIMER, "async-timer", "g-async-timer", false);
 }
 
 static void order_completed_from_another_thread(void **state)
 {
     (void)state;
-    order_run(FROM_THREAD, "async-thread", "g-async-thread");
+    order_run(FROM_THREAD, "async-thread", "g-async-thread", false);
+}
+
+static void order_through_fetch_restarts_and_pauses(void **state)
+{
+    (void)state;
+    order_run(FROM_TIMER, "async-restart", "g-async-restart", true);
 }
 
 /* --- commits and the deferred revoke --- */
@@ -582,6 +607,7 @@ int main(void)
         cmocka_unit_test(async_consumer_defaults),
         cmocka_unit_test(order_completed_from_a_loop_timer),
         cmocka_unit_test(order_completed_from_another_thread),
+        cmocka_unit_test(order_through_fetch_restarts_and_pauses),
         cmocka_unit_test(revoke_waits_for_async_completions),
         cmocka_unit_test(revoke_timeout_abandons_async_messages),
         cmocka_unit_test(async_failures_go_to_dlq),

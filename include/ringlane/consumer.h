@@ -317,6 +317,10 @@ typedef struct rl_consumer_stats {
     uint64_t offset_map_rejected; /* assignments whose committed metadata was no usable map
                                      (another tool's, damaged, of another version, not about
                                      the committed offset, unreadable): handled again */
+    uint64_t fetch_restarts;      /* librdkafka's queue reached queued.min.messages, so it stopped
+                                     fetching, and the consumer restarted it once the queue was
+                                     empty (it would wait for its broker thread's next pass, up to
+                                     a second) */
 } rl_consumer_stats;
 
 /* Fills *out and up to cap partition entries (assigned partitions); *n (may be NULL) gets how
