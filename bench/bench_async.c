@@ -14,7 +14,9 @@
  *   bench_async memory                   RSS (and heap) per idle async lane, 65,536 lanes minus
  *                                        1, profiles default, balanced and jump
  *   bench_async change                   add_lane / remove_lane with 100,000 jobs queued over
- *                                        4,096 async lanes (last_change_ns)
+ *                                        4,096 async lanes (last_change_ns); RINGLANE_BENCH_LANES,
+ *                                        RINGLANE_BENCH_QUEUED and RINGLANE_BENCH_PROFILE change
+ *                                        the lanes, the jobs queued and the ring profile
  *   bench_async loopcpu [JOBS [RUNS]]    the loop thread's CPU per job at 1,024 / 8,192 / 65,536
  *                                        lanes (jobs ending at once and after 1 ms), ratios
  *                                        against 1,024 (RINGLANE_BENCH_PROFILE: the ring profile,
@@ -904,8 +906,7 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-#define QUEUED 100000
-#define CHANGE_LANES 4096
+static size_t change_lanes = 4096, queued = 100000;
 
 static void change_once(uint64_t ns[3], uint64_t call_ns[3], uint64_t *in_flight)
 {
@@ -914,19 +915,23 @@ static void change_once(uint64_t ns[3], uint64_t call_ns[3], uint64_t *in_flight
     held_run h = {0};
     rl_dispatch_options o;
     rl_dispatch_options_init(&o);
-    o.lanes = lane_names(CHANGE_LANES);
-    o.lane_count = CHANGE_LANES;
+    o.lanes = lane_names(change_lanes);
+    o.lane_count = change_lanes;
     o.async_handler = hold_async;
     o.data = &h;
-    o.lane_capacity = 2 * QUEUED;
-    o.max_jobs = 2 * QUEUED;
+    o.lane_capacity = (uint32_t)(2 * queued);
+    o.max_jobs = 2 * queued;
+    rl_ring_options ring;
+    rl_ring_options_init(&ring);
+    ring.profile = getenv("RINGLANE_BENCH_PROFILE"); /* NULL: the default */
+    o.ring = &ring;
     rl_dispatcher_t *d;
     int rc = rl_dispatch_init(&loop, &o, &d);
     if (rc)
         die("rl_dispatch_init", rc);
     char key[32];
-    for (int i = 0; i < QUEUED; i++) {
-        int len = snprintf(key, sizeof key, "key-%d", i % NKEYS);
+    for (size_t i = 0; i < queued; i++) {
+        int len = snprintf(key, sizeof key, "key-%zu", i % (size_t)nkeys);
         if ((rc = rl_dispatch_try_submit(d, key, (size_t)len, NULL, 0)))
             die("rl_dispatch_try_submit", rc);
     }
@@ -958,6 +963,11 @@ static void change_table(void)
 {
     enum { REPS = 7 };
     uint64_t ns[3][REPS], call[3][REPS], flight = 0;
+    const char *env = getenv("RINGLANE_BENCH_LANES");
+    if (env && atol(env) >= 1 && atol(env) <= (long)RL_DISPATCH_LANES_MAX)
+        change_lanes = (size_t)atol(env);
+    if ((env = getenv("RINGLANE_BENCH_QUEUED")) && atol(env) >= 1)
+        queued = (size_t)atol(env);
     for (int r = 0; r < REPS; r++) {
         uint64_t a[3], c[3];
         change_once(a, c, &flight);
@@ -967,10 +977,12 @@ static void change_table(void)
         }
     }
     printf(
-        "\nlane change: %d async lanes, %d jobs queued over %d keys (%llu in flight, never "
-        "completed during the changes);\nlast_change_ns (median and max of %d dispatchers; budget "
-        "5 ms) and the median time of the whole call (the new ring is built before)\n",
-        CHANGE_LANES, QUEUED, NKEYS, (unsigned long long)flight, REPS);
+        "\nlane change: %zu async lanes (%s), %zu jobs queued over %d keys (%llu in flight, "
+        "never completed during the changes);\nlast_change_ns (median and max of %d dispatchers; "
+        "budget 5 ms) and the median time of the whole call (the new ring is built before)\n",
+        change_lanes,
+        getenv("RINGLANE_BENCH_PROFILE") ? getenv("RINGLANE_BENCH_PROFILE") : "default", queued,
+        nkeys, (unsigned long long)flight, REPS);
     printf("%-16s %10s %10s %16s\n", "change", "median ms", "max ms", "whole call ms");
     const char *what[3] = {"add lane-new", "remove lane-new", "remove lane-0"};
     for (int i = 0; i < 3; i++) {

@@ -82,17 +82,34 @@
  * list at its change and is never put on it again (its fence and parks are looked at through
  * d->retiring).
  *
+ * LOCAL REMOVES
+ *
+ * Under a profile whose remove moves only the removed member's keys (rl_profile_info's
+ * local_remove: default, ds09, turnstone, xmur3, groupcache, memento; tests/test_profile_moves.c
+ * checks the flag against what each profile does), remove_lane looks at the removed lane R
+ * alone. Every other lane L keeps the keys it owns, so: its queue holds only keys it owns (I1)
+ * and keeps them; its job in flight, when L has no fence, is of a key it owns (a lane starts
+ * only its own keys, and a change that takes the key away arms a fence), so it needs none;
+ * a fence held at L stays. What changes is R's: the fences held at R (A: each goes to its
+ * key's new owner, or dissolves into its own lane's queue), R's parks (A), R's job in flight
+ * (B: a fence held by the key's new owner) and R's queue (C: every job goes to its key's new
+ * owner, or to the fence A put there). Step 0 counts the same, and D is unchanged. Such a
+ * remove costs R's jobs, whatever the other lanes hold.
+ *
  * Cost: the critical section walks the held lanes' queues twice (count, then move), and the
  * route's lane array once (room for the moves); lanes that hold nothing are not touched.
- * Queues are arrays of (key position, job), and the ring's lookup engine answers most
- * positions with one table read, so routing a queued job touches neither the job nor a binary
- * search in most cases. Everything else (the new ring, the lane array, the new lane and its
- * worker) is made before it. At 65,536 idle lanes with `memento` the whole add_lane or
- * remove_lane call takes about 3.5 ms, most of it the new ring (bench_async lanes).
+ * Queues are arrays of (key position, job), and a change remembers the new ring's answer for
+ * the positions it saw last (route_memo: a key's queued jobs sit in one lane, mostly one after
+ * another), so routing a queued job touches neither the job nor, mostly, the ring. Everything else
+ * (the new ring, the lane array, the new lane and its worker) is made before it. At 65,536 idle
+ * lanes with `memento` the whole add_lane or remove_lane call takes about 3.5 ms, most of it the
+ * new ring (bench_async lanes).
  */
 #include "dispatch_internal.h"
 #include "error_detail_internal.h"
+#include "ringlane/profile.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,6 +117,12 @@
 static rl__lane *owner(const rl__route *r, uint64_t hash)
 {
     return r->lanes[rl__route_node(r, hash)];
+}
+
+/* The lane whose in-flight job a fence waits for (the fence is part of it). */
+static rl__lane *lane_of_fence(rl__fence *f)
+{
+    return (rl__lane *)(void *)((char *)f - offsetof(rl__lane, fence));
 }
 
 static void unlink_fence(rl__lane *holder, rl__fence *f)
@@ -162,17 +185,48 @@ void rl__fence_release(rl__lane *l)
     pthread_rwlock_unlock(&d->route_lock);
 }
 
+/* The new ring's answers during one change. A change routes every queued job of the held
+ * lanes twice (count, then move), and a key's queued jobs all sit in one lane, usually one
+ * after another, so most positions repeat: a direct-mapped table remembers the node of the
+ * positions seen last. A slot i holds a position whose low bits are i, or its initial value
+ * i ^ 1, which no position can match there. */
+#define ROUTE_MEMO_SLOTS 8192 /* 96 KiB: within a core's cache, beside the queues it reads */
+
+typedef struct route_memo {
+    uint64_t hash[ROUTE_MEMO_SLOTS];
+    uint32_t node[ROUTE_MEMO_SLOTS];
+} route_memo;
+
+static void route_memo_init(route_memo *m)
+{
+    for (uint64_t i = 0; i < ROUTE_MEMO_SLOTS; i++)
+        m->hash[i] = i ^ 1;
+}
+
 /* What a change needs, made before its critical section (or, for sizes only known inside it,
  * at its start, before anything is modified). */
 typedef struct plan {
     rl__route next;
+    route_memo *memo;
     rl__lane *removed;
+    bool local;        /* a remove under a profile that moves only the removed member's keys */
     size_t *incoming;  /* per new node: jobs that may land there (queue or parked) */
     size_t *parked_in; /* per new node: jobs put into fences already held there */
     size_t *moved_n;   /* per new node: entries in moved[] */
     rl__qent **moved;  /* per new node: entries for its queue, in order */
     rl__qent *buf;     /* backs moved[] */
 } plan;
+
+/* The node of `hash` in the new route. */
+static uint32_t next_node(plan *p, uint64_t hash)
+{
+    size_t i = hash & (ROUTE_MEMO_SLOTS - 1);
+    if (p->memo->hash[i] != hash) {
+        p->memo->hash[i] = hash;
+        p->memo->node[i] = rl__route_node(&p->next, hash);
+    }
+    return p->memo->node[i];
+}
 
 /* Step A, counting: where an active fence's parked jobs go. */
 static void count_fence(rl__lane *l, plan *p)
@@ -217,7 +271,7 @@ static void count_leaving(rl__lane *l, plan *p)
 {
     rl__lock(&l->mu);
     for (size_t i = 0; i < l->queue.len; i++) {
-        uint32_t node = rl__route_node(&p->next, rl__lq_at(&l->queue, i)->hash);
+        uint32_t node = next_node(p, rl__lq_at(&l->queue, i)->hash);
         if (p->next.lanes[node] != l)
             p->incoming[node]++;
     }
@@ -246,7 +300,7 @@ static void fence_and_move(rl__lane *l, plan *p)
     size_t kept = 0;
     for (size_t i = 0; i < q->len; i++) {
         rl__qent e = *rl__lq_at(q, i);
-        uint32_t node = rl__route_node(next, e.hash);
+        uint32_t node = next_node(p, e.hash);
         rl__lane *to = next->lanes[node];
         if (to == l) {
             *rl__lq_at(q, kept++) = e;
@@ -307,6 +361,28 @@ void rl__held_prune(rl_dispatcher_t *d, const rl__lane *removed)
     }
 }
 
+/* Under the route lock (write): the removed lane leaves the list, and the others stay, whether
+ * they hold something or not (a local remove looks at no other lane; the next change or
+ * take_tag prunes them). */
+static void held_unlink(rl_dispatcher_t *d, rl__lane *removed)
+{
+    rl__lock(&removed->mu);
+    bool held = atomic_load_explicit(&removed->held, memory_order_relaxed);
+    rl__unlock(&removed->mu);
+    if (!held)
+        return; /* (pushed lanes were taken at the change's start: held is on the list) */
+    for (rl__lane **pp = &d->held_lanes; *pp; pp = &(*pp)->next_held_lane) {
+        if (*pp == removed) {
+            *pp = removed->next_held_lane;
+            removed->next_held_lane = NULL;
+            rl__lock(&removed->mu);
+            atomic_store_explicit(&removed->held, false, memory_order_relaxed);
+            rl__unlock(&removed->mu);
+            return;
+        }
+    }
+}
+
 /* Jobs a lane holds (queued, parked at it, in flight). Under its mutex. */
 static bool lane_holds_jobs(const rl__lane *l)
 {
@@ -319,18 +395,28 @@ static int prepare_moves(rl_dispatcher_t *d, plan *p)
 {
     size_t n = p->next.n, total = 0;
     memset(p->incoming, 0, n * sizeof *p->incoming);
-    /* Only the lanes that may hold something: the others have nothing to count. */
-    for (rl__lane *l = d->held_lanes; l; l = l->next_held_lane) {
-        if (l->retiring)
-            continue;
+    if (p->local) {
+        /* LOCAL REMOVES: only the removed lane's keys move (see the top of this file). */
+        rl__lane *r = p->removed;
         d->change_looks++;
-        count_fence(l, p);
-        rl__parks_count(l, &p->next, p->incoming);
-        count_leaving(l, p);
-    }
-    for (rl__lane *r = d->retiring; r; r = r->next_retiring) {
-        count_fence(r, p);
+        for (rl__fence *f = r->fences; f; f = f->next_held)
+            count_fence(lane_of_fence(f), p);
         rl__parks_count(r, &p->next, p->incoming);
+        count_leaving(r, p);
+    } else {
+        /* Only the lanes that may hold something: the others have nothing to count. */
+        for (rl__lane *l = d->held_lanes; l; l = l->next_held_lane) {
+            if (l->retiring)
+                continue;
+            d->change_looks++;
+            count_fence(l, p);
+            rl__parks_count(l, &p->next, p->incoming);
+            count_leaving(l, p);
+        }
+        for (rl__lane *r = d->retiring; r; r = r->next_retiring) {
+            count_fence(r, p);
+            rl__parks_count(r, &p->next, p->incoming);
+        }
     }
     for (size_t i = 0; i < n; i++)
         total += p->incoming[i]; /* moved[i] gets a slice of incoming[i], an upper bound */
@@ -389,21 +475,30 @@ static int apply_change(rl_dispatcher_t *d, plan *p)
             pthread_rwlock_unlock(&d->route_lock);
             return rc;
         }
-        /* A: fences, and keys parked for a retry (a lane not held has neither) */
-        for (rl__lane *l = d->held_lanes; l; l = l->next_held_lane) {
-            if (l->retiring)
-                continue;
-            retarget_fence(l, next);
-            rl__parks_retarget(l, next);
+        if (p->local) {
+            /* A: the fences held at the removed lane (each unlinks itself from its list), and
+             * its parks. B and C: the removed lane alone. */
+            while (removed->fences)
+                retarget_fence(lane_of_fence(removed->fences), next);
+            rl__parks_retarget(removed, next);
+            fence_and_move(removed, p);
+        } else {
+            /* A: fences, and keys parked for a retry (a lane not held has neither) */
+            for (rl__lane *l = d->held_lanes; l; l = l->next_held_lane) {
+                if (l->retiring)
+                    continue;
+                retarget_fence(l, next);
+                rl__parks_retarget(l, next);
+            }
+            for (rl__lane *r = d->retiring; r; r = r->next_retiring) {
+                retarget_fence(r, next);
+                rl__parks_retarget(r, next);
+            }
+            /* B and C (a lane not held has no job in flight and nothing queued) */
+            for (rl__lane *l = d->held_lanes; l; l = l->next_held_lane)
+                if (!l->retiring)
+                    fence_and_move(l, p);
         }
-        for (rl__lane *r = d->retiring; r; r = r->next_retiring) {
-            retarget_fence(r, next);
-            rl__parks_retarget(r, next);
-        }
-        /* B and C (a lane not held has no job in flight and nothing queued) */
-        for (rl__lane *l = d->held_lanes; l; l = l->next_held_lane)
-            if (!l->retiring)
-                fence_and_move(l, p);
         for (size_t i = 0; i < next->n; i++) {
             if (!p->moved_n[i] && !p->parked_in[i])
                 continue;
@@ -421,7 +516,10 @@ static int apply_change(rl_dispatcher_t *d, plan *p)
         }
     }
     /* D */
-    rl__held_prune(d, removed);
+    if (p->local)
+        held_unlink(d, removed);
+    else
+        rl__held_prune(d, removed);
     rl__route old = *cur;
     *cur = *next;
     *next = old;
@@ -480,9 +578,9 @@ void rl__route_free(rl__route *r)
 
 /* Runs a change whose new ring is made; frees what is not kept. */
 static int change(rl_dispatcher_t *d, rl_ring_t *ring, rl__lane *added, rl__lane *removed,
-                  size_t removed_at)
+                  size_t removed_at, bool local)
 {
-    plan p = {.removed = removed};
+    plan p = {.removed = removed, .local = local};
     int rc = route_for(d, ring, added, removed_at, &p.next);
     size_t n = p.next.n ? p.next.n : 1;
     if (!rc) {
@@ -490,8 +588,11 @@ static int change(rl_dispatcher_t *d, rl_ring_t *ring, rl__lane *added, rl__lane
         p.parked_in = calloc(n, sizeof *p.parked_in);
         p.moved_n = calloc(n, sizeof *p.moved_n);
         p.moved = calloc(n, sizeof *p.moved);
-        if (!p.incoming || !p.parked_in || !p.moved_n || !p.moved)
+        p.memo = malloc(sizeof *p.memo);
+        if (!p.incoming || !p.parked_in || !p.moved_n || !p.moved || !p.memo)
             rc = RL_ENOMEM;
+        else
+            route_memo_init(p.memo);
     }
     if (!rc)
         rc = apply_change(d, &p);
@@ -506,6 +607,7 @@ static int change(rl_dispatcher_t *d, rl_ring_t *ring, rl__lane *added, rl__lane
     free(p.parked_in);
     free(p.moved_n);
     free(p.moved);
+    free(p.memo);
     free(p.buf);
     return rc;
 }
@@ -607,7 +709,7 @@ int rl_dispatch_add_lane(rl_dispatcher_t *d, const char *name)
             rl__pool_resize(d, rl__workers_wanted(d));
         return rc;
     }
-    rc = change(d, ring, lane, NULL, SIZE_MAX);
+    rc = change(d, ring, lane, NULL, SIZE_MAX, false);
     if (rc) {
         change_refusal(rc, name, d->route.n + 1);
         /* Nothing routes to the new lane, and nothing ever ran on it. */
@@ -635,6 +737,7 @@ int rl_dispatch_remove_lane(rl_dispatcher_t *d, const char *name)
     rc = rl_ring_remove(d->route.ring, name, &ring);
     if (rc)
         return rc; /* out of memory, said by the ring */
-    rc = change(d, ring, NULL, removed, k);
+    const rl_profile_info *profile = rl_profile_find(rl_ring_profile(d->route.ring));
+    rc = change(d, ring, NULL, removed, k, profile && profile->local_remove);
     return rc ? change_refusal(rc, name, d->route.n - 1) : 0;
 }

@@ -37,6 +37,12 @@ typedef struct rl_profile_info {
     int history;             /* 1 when a ring made by rl_ring_add / rl_ring_remove depends on the
                                 changes that led to it, not on its members alone (memento: a
                                 build of the same members may place keys otherwise); else 0 */
+    int local_remove;        /* 1 when rl_ring_remove moves only the removed member's keys, none
+                                between the members that stay, whatever the weights (default,
+                                ds09, turnstone, xmur3, groupcache, memento: each member's place
+                                depends on it alone); 0 when a remove may move keys between
+                                survivors (ketama, envoy, maglev, jump, balanced). The
+                                dispatcher's remove_lane then looks at the removed lane alone */
 } rl_profile_info;
 
 RL_EXTERN size_t rl_profile_count(void);
