@@ -134,6 +134,10 @@ static inline rl__job *rl__lq_pop(rl__lq *q)
 
 /* Makes room for n entries in all; RL_ENOMEM leaves the queue as it was. */
 int rl__lq_grow(rl__lq *q, size_t n);
+/* Shrinks the array to the smallest power of two (16 at least) holding n >= len entries, when
+ * that is smaller; keeps it when the smaller one cannot be had. */
+void rl__lq_fit(rl__lq *q, size_t n);
+
 static inline int rl__lq_reserve(rl__lq *q, size_t n)
 {
     return n <= q->cap ? 0 : rl__lq_grow(q, n);

@@ -96,8 +96,19 @@
  * owner, or to the fence A put there). Step 0 counts the same, and D is unchanged. Such a
  * remove costs R's jobs, whatever the other lanes hold.
  *
- * Cost: the critical section walks the held lanes' queues twice (count, then move), and the
- * route's lane array once (room for the moves); lanes that hold nothing are not touched.
+ * LOCAL ADDS
+ *
+ * Under a profile whose add moves keys only to the new member (rl_profile_info's local_add:
+ * those of local_remove, and jump and balanced), every move of an add goes to the new lane A,
+ * and no more jobs can move than are not ended (d->jobs; submissions are kept out by the
+ * route lock, so it can only fall). Step 0 then counts nothing: it makes room at A for that
+ * many (the memory is taken lazily, so only what is written is touched; above
+ * LOCAL_ADD_ROOM_MAX jobs it counts as other changes do), and A's queue is cut back to what it
+ * holds once the moves are done. Steps A to D are unchanged.
+ *
+ * Cost: the critical section walks the held lanes' queues twice (count, then move; once for a
+ * local add, none but the removed lane's for a local remove), and the route's lane array once
+ * (room for the moves); lanes that hold nothing are not touched.
  * Queues are arrays of (key position, job), and a change remembers the new ring's answer for
  * the positions it saw last (route_memo: a key's queued jobs sit in one lane, mostly one after
  * another), so routing a queued job touches neither the job nor, mostly, the ring. Everything else
@@ -190,6 +201,11 @@ void rl__fence_release(rl__lane *l)
  * after another, so most positions repeat: a direct-mapped table remembers the node of the
  * positions seen last. A slot i holds a position whose low bits are i, or its initial value
  * i ^ 1, which no position can match there. */
+/* A local add makes room for every job not ended, uncounted, up to this many (16 MiB of
+ * queue entries, twice: the moves and the new lane's queue, mapped as written); above, it
+ * counts the moves first as other changes do. */
+#define LOCAL_ADD_ROOM_MAX ((size_t)1 << 20)
+
 #define ROUTE_MEMO_SLOTS 8192 /* 96 KiB: within a core's cache, beside the queues it reads */
 
 typedef struct route_memo {
@@ -210,6 +226,8 @@ typedef struct plan {
     route_memo *memo;
     rl__lane *removed;
     bool local;        /* a remove under a profile that moves only the removed member's keys */
+    bool local_add;    /* an add under a profile that moves keys only to the new member */
+    bool room_for_all; /* ... made room at the new lane for every job not ended, uncounted */
     size_t *incoming;  /* per new node: jobs that may land there (queue or parked) */
     size_t *parked_in; /* per new node: jobs put into fences already held there */
     size_t *moved_n;   /* per new node: entries in moved[] */
@@ -282,9 +300,10 @@ static void count_leaving(rl__lane *l, plan *p)
  * start a job after B found it idle, and C would then move that key's later jobs unfenced.
  * Jobs that stay are compacted in place, jobs that leave go to p->moved or to the fence of
  * their key. */
-static void fence_and_move(rl__lane *l, plan *p)
+static void fence_and_move(rl_dispatcher_t *d, rl__lane *l, plan *p)
 {
     const rl__route *next = &p->next;
+    d->change_looks++;
     rl__lock(&l->mu);
     rl__lane *armed_at = NULL;
     if (l->busy && !l->fence.active) {
@@ -313,8 +332,13 @@ static void fence_and_move(rl__lane *l, plan *p)
             if (f) {
                 rl__jobq_push(&f->parked, e.job);
                 p->parked_in[node]++;
-            } else {
+            } else if (p->moved_n[node] < p->incoming[node]) {
                 p->moved[node][p->moved_n[node]++] = e;
+            } else {
+                /* Not reached: step 0 made room for every move (a local add trusts its
+                 * profile, which tests/test_profile_moves.c checks); were it reached, the job
+                 * stays rather than be written past the room. */
+                *rl__lq_at(q, kept++) = e;
             }
         }
     }
@@ -395,10 +419,16 @@ static int prepare_moves(rl_dispatcher_t *d, plan *p)
 {
     size_t n = p->next.n, total = 0;
     memset(p->incoming, 0, n * sizeof *p->incoming);
-    if (p->local) {
+    size_t jobs = (size_t)atomic_load(&d->jobs);
+    p->room_for_all = p->local_add && jobs <= LOCAL_ADD_ROOM_MAX;
+    if (p->room_for_all) {
+        /* LOCAL ADDS: whatever moves goes to the new lane (the last node), and at most every
+         * job not ended can (d->jobs: submissions are kept out, so it only falls); room for that
+         * many, taken where it is not touched (lazily mapped), saves counting. */
+        p->incoming[n - 1] = jobs;
+    } else if (p->local) {
         /* LOCAL REMOVES: only the removed lane's keys move (see the top of this file). */
         rl__lane *r = p->removed;
-        d->change_looks++;
         for (rl__fence *f = r->fences; f; f = f->next_held)
             count_fence(lane_of_fence(f), p);
         rl__parks_count(r, &p->next, p->incoming);
@@ -408,7 +438,6 @@ static int prepare_moves(rl_dispatcher_t *d, plan *p)
         for (rl__lane *l = d->held_lanes; l; l = l->next_held_lane) {
             if (l->retiring)
                 continue;
-            d->change_looks++;
             count_fence(l, p);
             rl__parks_count(l, &p->next, p->incoming);
             count_leaving(l, p);
@@ -481,7 +510,7 @@ static int apply_change(rl_dispatcher_t *d, plan *p)
             while (removed->fences)
                 retarget_fence(lane_of_fence(removed->fences), next);
             rl__parks_retarget(removed, next);
-            fence_and_move(removed, p);
+            fence_and_move(d, removed, p);
         } else {
             /* A: fences, and keys parked for a retry (a lane not held has neither) */
             for (rl__lane *l = d->held_lanes; l; l = l->next_held_lane) {
@@ -497,7 +526,7 @@ static int apply_change(rl_dispatcher_t *d, plan *p)
             /* B and C (a lane not held has no job in flight and nothing queued) */
             for (rl__lane *l = d->held_lanes; l; l = l->next_held_lane)
                 if (!l->retiring)
-                    fence_and_move(l, p);
+                    fence_and_move(d, l, p);
         }
         for (size_t i = 0; i < next->n; i++) {
             if (!p->moved_n[i] && !p->parked_in[i])
@@ -510,6 +539,8 @@ static int apply_change(rl_dispatcher_t *d, plan *p)
                 to->queue.len++;
             }
             to->parked += p->parked_in[i];
+            if (p->room_for_all) /* the room made for every job not ended */
+                rl__lq_fit(&to->queue, to->queue.len + to->parked);
             rl__lane_set_depth(to);
             wake(to);
             rl__unlock(&to->mu);
@@ -580,7 +611,7 @@ void rl__route_free(rl__route *r)
 static int change(rl_dispatcher_t *d, rl_ring_t *ring, rl__lane *added, rl__lane *removed,
                   size_t removed_at, bool local)
 {
-    plan p = {.removed = removed, .local = local};
+    plan p = {.removed = removed, .local = local && removed, .local_add = local && added};
     int rc = route_for(d, ring, added, removed_at, &p.next);
     size_t n = p.next.n ? p.next.n : 1;
     if (!rc) {
@@ -709,7 +740,8 @@ int rl_dispatch_add_lane(rl_dispatcher_t *d, const char *name)
             rl__pool_resize(d, rl__workers_wanted(d));
         return rc;
     }
-    rc = change(d, ring, lane, NULL, SIZE_MAX, false);
+    const rl_profile_info *profile = rl_profile_find(rl_ring_profile(d->route.ring));
+    rc = change(d, ring, lane, NULL, SIZE_MAX, profile && profile->local_add);
     if (rc) {
         change_refusal(rc, name, d->route.n + 1);
         /* Nothing routes to the new lane, and nothing ever ran on it. */

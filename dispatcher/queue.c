@@ -26,6 +26,24 @@ int rl__lq_grow(rl__lq *q, size_t n)
     return 0;
 }
 
+void rl__lq_fit(rl__lq *q, size_t n)
+{
+    size_t cap = 16;
+    while (cap < n)
+        cap *= 2;
+    if (cap >= q->cap)
+        return;
+    rl__qent *v = malloc(cap * sizeof *v);
+    if (!v)
+        return; /* the larger array does as well */
+    for (size_t i = 0; i < q->len; i++)
+        v[i] = *rl__lq_at(q, i);
+    free(q->v);
+    q->v = v;
+    q->cap = cap;
+    q->head = 0;
+}
+
 void rl__lq_prepend(rl__lq *q, rl__jobq *src)
 {
     if (!src->len)

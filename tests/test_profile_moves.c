@@ -143,10 +143,14 @@ static void check_promises(const char *profile, size_t n, const row *w)
             fail_msg("%s, %zu: removing the last moved %.4f between survivors", profile, n,
                      w->last.between);
     }
-    /* The dispatcher's remove_lane trusts rl_profile_info.local_remove to look at the removed
-     * lane alone: it must be set for exactly the profiles that promise it. */
+    /* The dispatcher trusts rl_profile_info.local_remove (its remove_lane looks at the removed
+     * lane alone) and local_add (its add_lane makes room at the new lane without counting):
+     * each must be set for exactly the profiles that promise it. */
     if (rl_profile_find(profile)->local_remove != one_of(profile, only_own))
         fail_msg("%s: local_remove is %d", profile, rl_profile_find(profile)->local_remove);
+    if (rl_profile_find(profile)->local_add !=
+        (one_of(profile, only_own) || one_of(profile, numbered)))
+        fail_msg("%s: local_add is %d", profile, rl_profile_find(profile)->local_add);
     /* ketama too, at these sizes: its points per server change only at 25, 47, 50, 55, 61,
      * 71, 94 and 100 servers (docs/ring.md), none of which is N or N + 1 here. */
     if (one_of(profile, only_own) || strcmp(profile, "ketama") == 0)

@@ -43,6 +43,11 @@ typedef struct rl_profile_info {
                                 depends on it alone); 0 when a remove may move keys between
                                 survivors (ketama, envoy, maglev, jump, balanced). The
                                 dispatcher's remove_lane then looks at the removed lane alone */
+    int local_add;           /* 1 when rl_ring_add moves keys only to the added member (those
+                                of local_remove, and jump and balanced, which number members
+                                and append the new one); 0 for ketama (its points per server
+                                change at some member counts), envoy and maglev. The
+                                dispatcher's add_lane then counts no moves before making room */
 } rl_profile_info;
 
 RL_EXTERN size_t rl_profile_count(void);
