@@ -30,8 +30,7 @@ static const counter_metric counters[] = {
      STAT(bad_keys)},
     {"ringlane_consumer_refetched_total", "Messages delivered again after a resume, dropped.",
      STAT(refetched)},
-    {"ringlane_consumer_stale_total", "Completions of a revoked assignment, ignored.",
-     STAT(stale)},
+    {"ringlane_consumer_stale_total", "Completions of a revoked assignment, ignored.", STAT(stale)},
     {"ringlane_consumer_returned_total", "Queued messages handed back at a revoke.",
      STAT(returned)},
     {"ringlane_consumer_pauses_total", "Partitions paused by backpressure.", STAT(pauses)},
@@ -48,11 +47,9 @@ static const counter_metric counters[] = {
     {"ringlane_consumer_dlq_producer_restarts_total",
      "Dead-letter producers replaced after a fatal error.", STAT(dlq_producer_restarts)},
     {"ringlane_consumer_skipped_total",
-     "Messages not handled because the committed offset map says they completed.",
-     STAT(skipped)},
+     "Messages not handled because the committed offset map says they completed.", STAT(skipped)},
     {"ringlane_consumer_offset_map_rejected_total",
-     "Assignments whose committed metadata was no usable offset map.",
-     STAT(offset_map_rejected)},
+     "Assignments whose committed metadata was no usable offset map.", STAT(offset_map_rejected)},
 };
 
 /* A partition's gauge; a negative value (unknown) has no sample. */
@@ -61,30 +58,57 @@ typedef struct partition_metric {
     int64_t (*get)(const rl_consumer_partition_stats *e);
 } partition_metric;
 
-static int64_t p_lag(const rl_consumer_partition_stats *e) { return e->lag; }
-static int64_t p_in_flight(const rl_consumer_partition_stats *e) { return (int64_t)e->in_flight; }
-static int64_t p_pending(const rl_consumer_partition_stats *e) { return (int64_t)e->pending; }
-static int64_t p_paused(const rl_consumer_partition_stats *e) { return e->paused ? 1 : 0; }
-static int64_t p_committed(const rl_consumer_partition_stats *e) { return e->committed; }
-static int64_t p_watermark(const rl_consumer_partition_stats *e) { return e->watermark; }
-static int64_t p_high(const rl_consumer_partition_stats *e) { return e->high; }
+static int64_t p_lag(const rl_consumer_partition_stats *e)
+{
+    return e->lag;
+}
+static int64_t p_in_flight(const rl_consumer_partition_stats *e)
+{
+    return (int64_t)e->in_flight;
+}
+static int64_t p_pending(const rl_consumer_partition_stats *e)
+{
+    return (int64_t)e->pending;
+}
+static int64_t p_paused(const rl_consumer_partition_stats *e)
+{
+    return e->paused ? 1 : 0;
+}
+static int64_t p_committed(const rl_consumer_partition_stats *e)
+{
+    return e->committed;
+}
+static int64_t p_watermark(const rl_consumer_partition_stats *e)
+{
+    return e->watermark;
+}
+static int64_t p_high(const rl_consumer_partition_stats *e)
+{
+    return e->high;
+}
 static int64_t p_dlq(const rl_consumer_partition_stats *e)
 {
     return (int64_t)e->dead_letters_in_flight;
 }
-static int64_t p_map(const rl_consumer_partition_stats *e) { return (int64_t)e->offset_map_bytes; }
-static int64_t p_epoch(const rl_consumer_partition_stats *e) { return e->epoch; }
+static int64_t p_map(const rl_consumer_partition_stats *e)
+{
+    return (int64_t)e->offset_map_bytes;
+}
+static int64_t p_epoch(const rl_consumer_partition_stats *e)
+{
+    return e->epoch;
+}
 
 static const partition_metric partition_metrics[] = {
     {"ringlane_consumer_partition_lag",
      "Messages not finished: high watermark minus the oldest unfinished offset.", p_lag},
-    {"ringlane_consumer_partition_in_flight",
-     "Offsets dispatched and not yet below the watermark.", p_in_flight},
+    {"ringlane_consumer_partition_in_flight", "Offsets dispatched and not yet below the watermark.",
+     p_in_flight},
     {"ringlane_consumer_partition_pending", "Messages kept while the partition is paused.",
      p_pending},
     {"ringlane_consumer_partition_paused", "1 while paused by backpressure, else 0.", p_paused},
-    {"ringlane_consumer_partition_committed_offset",
-     "The last commit the group acknowledged.", p_committed},
+    {"ringlane_consumer_partition_committed_offset", "The last commit the group acknowledged.",
+     p_committed},
     {"ringlane_consumer_partition_watermark_offset",
      "Everything below it has completed: the next commit.", p_watermark},
     {"ringlane_consumer_partition_high_offset", "The partition's high watermark last seen.",
@@ -145,8 +169,8 @@ int rl_consumer_stats_prometheus(rl_consumer_t *c, size_t max_lanes, char *buf, 
     free(ps);
     if (c->d) { /* the dispatcher's families, written in place after ours */
         size_t room = o.len < o.cap ? o.cap - o.len : 0, dlen = 0;
-        rc = rl_dispatch_stats_prometheus(c->d, max_lanes, room ? o.buf + o.len : NULL, room,
-                                          &dlen);
+        rc =
+            rl_dispatch_stats_prometheus(c->d, max_lanes, room ? o.buf + o.len : NULL, room, &dlen);
         if (rc && rc != RL_ERANGE)
             return rc;
         o.len += dlen;

@@ -61,8 +61,9 @@ static void write_totals(rl__json *o, const rl_dispatch_stats *s, size_t busy)
     rl__prom_u64(o, "ringlane_dispatch_jobs", s->jobs);
     rl__prom_family(o, "ringlane_dispatch_submitted_total", "counter", "Jobs accepted.");
     rl__prom_u64(o, "ringlane_dispatch_submitted_total", s->submitted);
-    rl__prom_family(o, "ringlane_dispatch_refused_total", "counter",
-                    "Submissions refused for room (RL_EAGAIN, and each wait of a blocking submit).");
+    rl__prom_family(
+        o, "ringlane_dispatch_refused_total", "counter",
+        "Submissions refused for room (RL_EAGAIN, and each wait of a blocking submit).");
     rl__prom_u64(o, "ringlane_dispatch_refused_total", s->refused);
     rl__prom_family(o, "ringlane_dispatch_jobs_ended_total", "counter",
                     "Jobs ended, by outcome: done, dead_lettered, returned (handed back).");
@@ -76,7 +77,8 @@ static void write_totals(rl__json *o, const rl_dispatch_stats *s, size_t busy)
     rl__prom_u64(o, "ringlane_dispatch_lane_changes_total", s->lane_changes);
     rl__prom_family(o, "ringlane_dispatch_lane_change_last_seconds", "gauge",
                     "How long the last lane change held submissions and moved keys.");
-    rl__prom_double(o, "ringlane_dispatch_lane_change_last_seconds", (double)s->last_change_ns / 1e9);
+    rl__prom_double(o, "ringlane_dispatch_lane_change_last_seconds",
+                    (double)s->last_change_ns / 1e9);
     rl__prom_family(o, "ringlane_dispatch_lane_change_max_seconds", "gauge",
                     "The longest lane change so far.");
     rl__prom_double(o, "ringlane_dispatch_lane_change_max_seconds", (double)s->max_change_ns / 1e9);
@@ -117,15 +119,18 @@ static void write_lanes(rl__json *o, const rl_dispatch_lane_stats *ls, size_t go
         lane_sample(o, "ringlane_dispatch_lane_retiring", &ls[i]);
         rl__json_put(o, " %d\n", ls[i].retiring ? 1 : 0);
     }
-    rl__prom_family(o, "ringlane_dispatch_lane_latency_seconds", "gauge",
-                    "Submission to the end of the last handler call, by quantile (0.5, 0.99).");
-    for (size_t i = 0; i < got; i++)
-        for (int q = 0; q < 2; q++) {
-            rl__json_put(o, "ringlane_dispatch_lane_latency_seconds{lane=");
-            rl__prom_label_value(o, ls[i].name);
-            rl__json_put(o, ",quantile=\"%s\"} %.9g\n", q ? "0.99" : "0.5",
-                         (q ? ls[i].p99_us : ls[i].p50_us) / 1e6);
+    /* Two gauges, not a summary: a summary's _sum and _count are not kept per lane. */
+    for (int q = 0; q < 2; q++) {
+        const char *name = q ? "ringlane_dispatch_lane_latency_p99_seconds"
+                             : "ringlane_dispatch_lane_latency_p50_seconds";
+        rl__prom_family(o, name, "gauge",
+                        q ? "Submission to the end of the last handler call: 99th percentile."
+                          : "Submission to the end of the last handler call: median.");
+        for (size_t i = 0; i < got; i++) {
+            lane_sample(o, name, &ls[i]);
+            rl__json_put(o, " %.9g\n", (q ? ls[i].p99_us : ls[i].p50_us) / 1e6);
         }
+    }
 }
 
 int rl_dispatch_stats_prometheus(rl_dispatcher_t *d, size_t max_lanes, char *buf, size_t cap,

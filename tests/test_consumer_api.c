@@ -410,6 +410,7 @@ static void stats_on_a_timer(void **state)
     assert_non_null(strstr(buf, "\nringlane_consumer_partitions 0\n"));
     assert_non_null(strstr(buf, "\nringlane_dispatch_lanes 2\n"));
     assert_non_null(strstr(buf, "ringlane_dispatch_lane_queued{lane=\"lane-b\"} 0\n"));
+    assert_prometheus_lines(buf);
     /* The consumer's families come first, then the dispatcher's. */
     assert_true(strstr(buf, "ringlane_consumer_") < strstr(buf, "ringlane_dispatch_"));
     char small[40];

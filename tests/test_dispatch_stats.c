@@ -392,13 +392,12 @@ static void compact_at(size_t lanes, size_t keys)
     double t0 = now_us();
     enum { ROUNDS = 20 };
     for (int i = 0; i < ROUNDS; i++)
-        assert_rl_ok(rl_dispatch_stats_json_bounded(w->d, RL_DISPATCH_STATS_LANES, buf, 65536,
-                                                    &len));
+        assert_rl_ok(
+            rl_dispatch_stats_json_bounded(w->d, RL_DISPATCH_STATS_LANES, buf, 65536, &len));
     double us = (now_us() - t0) / ROUNDS;
     size_t prom = 0;
     assert_rl_ok(rl_dispatch_stats_prometheus(w->d, RL_DISPATCH_STATS_LANES, buf, 65536, &prom));
-    assert_int_equal(count_of(buf, "ringlane_dispatch_lane_queued{lane="),
-                     RL_DISPATCH_STATS_LANES);
+    assert_int_equal(count_of(buf, "ringlane_dispatch_lane_queued{lane="), RL_DISPATCH_STATS_LANES);
     printf("# %zu lanes, %zu busy keys: compact JSON %zu B (bound %d), Prometheus %zu B, "
            "one compact text %.0f us\n",
            lanes, keys + 1, w->last_len, COMPACT_BOUND(RL_DISPATCH_STATS_LANES), prom, us);
@@ -454,26 +453,11 @@ static void test_prometheus_text(void **state)
     assert_int_equal(count_of(buf, "# TYPE ringlane_dispatch_lane_processed_total counter\n"), 1);
     assert_int_equal(count_of(buf, "# HELP "), count_of(buf, "# TYPE "));
     assert_int_equal(buf[len - 1], '\n');
-    /* Every line is a comment or a sample of the family last declared. */
-    char family[128] = "";
-    for (char *line = buf, *nl; *line; line = nl + 1) {
-        nl = strchr(line, '\n');
-        assert_non_null(nl);
-        if (strncmp(line, "# TYPE ", 7) == 0) {
-            size_t n = strcspn(line + 7, " ");
-            memcpy(family, line + 7, n);
-            family[n] = '\0';
-        } else if (line[0] != '#') {
-            assert_int_equal(strncmp(line, family, strlen(family)), 0);
-            char c = line[strlen(family)];
-            assert_true(c == ' ' || c == '{');
-        }
-    }
+    assert_prometheus_lines(buf);
     /* Cut: RL_ERANGE, the whole length, a terminated prefix. */
     char small[100];
     size_t need = 0;
-    assert_int_equal(rl_dispatch_stats_prometheus(w->d, 16, small, sizeof small, &need),
-                     RL_ERANGE);
+    assert_int_equal(rl_dispatch_stats_prometheus(w->d, 16, small, sizeof small, &need), RL_ERANGE);
     assert_int_equal(need, len);
     assert_int_equal(strlen(small), sizeof small - 1);
     assert_memory_equal(small, buf, sizeof small - 1);
@@ -493,12 +477,9 @@ int main(int argc, char **argv)
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_options_refused),
-        cmocka_unit_test(test_timer_compact),
-        cmocka_unit_test(test_timer_full),
-        cmocka_unit_test(test_sums_after_lane_changes),
-        cmocka_unit_test(test_compact_1024_lanes),
-        cmocka_unit_test(test_compact_65536_lanes),
+        cmocka_unit_test(test_options_refused),    cmocka_unit_test(test_timer_compact),
+        cmocka_unit_test(test_timer_full),         cmocka_unit_test(test_sums_after_lane_changes),
+        cmocka_unit_test(test_compact_1024_lanes), cmocka_unit_test(test_compact_65536_lanes),
         cmocka_unit_test(test_prometheus_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
