@@ -41,7 +41,7 @@
 #define KEYS 10000       /* keys of the work */
 #define FEED_MS 10       /* the work: a batch of jobs every FEED_MS */
 #define FEED_JOBS 200
-#define WORK_MS 5  /* ... each held in flight until the next work tick */
+#define WORK_MS 5      /* ... each held in flight until the next work tick */
 #define CHANGE_MS 2000 /* a lane added or removed every CHANGE_MS */
 
 /* --- the work: an asynchronous dispatcher with jobs in flight --- */
@@ -179,8 +179,8 @@ static void respond(conn *c, const char *status, const char *extra, char *body, 
 static char *metrics_text(app *a, size_t *len)
 {
     size_t need = 0;
-    int rc = rl_dispatch_stats_prometheus(a->d, RL_DISPATCH_STATS_LANES, a->text, a->text_cap,
-                                          &need);
+    int rc =
+        rl_dispatch_stats_prometheus(a->d, RL_DISPATCH_STATS_LANES, a->text, a->text_cap, &need);
     for (int tries = 0; rc == RL_ERANGE && tries < 4; tries++) {
         size_t cap = need + need / 8 + 1024; /* busy lanes may come between two calls */
         char *p = realloc(a->text, cap);
@@ -349,8 +349,7 @@ static void on_stop(uv_timer_t *t)
 
 static int usage(void)
 {
-    fprintf(stderr,
-            "usage: metrics_http [--bind ADDR] [--port N] [--lanes N] [--seconds N]\n");
+    fprintf(stderr, "usage: metrics_http [--bind ADDR] [--port N] [--lanes N] [--seconds N]\n");
     return 2;
 }
 

@@ -277,7 +277,7 @@ static void test_sums_after_lane_changes(void **state)
     uint64_t seed = 29, submitted = 0;
     for (int change = 0; change < CHANGES; change++) {
         for (int j = 0; j < PER_CHANGE; j++) {
-            char key[16];
+            char key[32];
             snprintf(key, sizeof key, "k%" PRIu64, test_rand(&seed) % KEYS);
             assert_rl_ok(rl_dispatch_try_submit(d, key, strlen(key), NULL, 0));
             submitted++;
@@ -366,7 +366,7 @@ static void compact_at(size_t lanes, size_t keys)
     for (int i = 0; i < 64; i++)
         assert_rl_ok(rl_dispatch_try_submit(w->d, "hot", 3, NULL, 0));
     for (size_t i = 0; i < keys; i++) {
-        char key[24];
+        char key[32];
         snprintf(key, sizeof key, "key-%zu", i);
         int rc = rl_dispatch_try_submit(w->d, key, strlen(key), NULL, 0);
         assert_true(rc == 0 || rc == RL_EAGAIN);
@@ -433,7 +433,7 @@ static void test_prometheus_text(void **state)
     assert_rl_ok(rl_dispatch_init(&w->loop, &o, &w->d));
     w->complete_inline = true;
     for (int i = 0; i < 10; i++) {
-        char key[8];
+        char key[16];
         snprintf(key, sizeof key, "k%d", i);
         assert_rl_ok(rl_dispatch_try_submit(w->d, key, strlen(key), NULL, 0));
     }
