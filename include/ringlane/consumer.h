@@ -212,7 +212,7 @@ typedef struct rl_consumer_options {
      * default the compact text: the consumer's counters, every assigned partition, and under
      * "dispatcher" the dispatcher's compact text (its totals, removed lanes, and the
      * stats_lanes busiest lanes); at most 1.1 KB + (340 bytes + the topic's length) per assigned
-     * partition + the dispatcher's (under 6 KB with 16 lanes named "lane-<n>"), whatever the lane
+     * partition + the dispatcher's (under 6.4 KB with 16 lanes named "lane-<n>"), whatever the lane
      * count. With stats_full the text of rl_consumer_stats_json. A tick allocates nothing once its
      * buffers (kept and reused) have grown. dispatch.stats_* and dispatch.on_stats belong to the
      * consumer and stay as rl_consumer_options_init leaves them. */
