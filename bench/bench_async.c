@@ -25,6 +25,9 @@
  *                                        init, memory per lane, add_lane and remove_lane, per
  *                                        profile (default, balanced, jump, memento)
  *   bench_async one timer|now LANES JOBS one dispatcher run (for perf stat or callgrind)
+ *   bench_async stats                    the statistics' texts (compact JSON of a stats tick,
+ *                                        Prometheus, full JSON): length and the time of a call
+ *                                        at 1,024 and 65,536 memento lanes, 0 to 200,000 busy keys
  *
  * Jobs are submitted from the loop thread, which also runs the async handlers: a uv_check
  * handle (after every poll) tops the dispatcher up to a window of jobs held with
@@ -38,6 +41,7 @@
 #include "delay_server.h" /* examples/delay_server.c: the server the TCP jobs talk to */
 
 #include <malloc.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -994,6 +998,114 @@ static void change_table(void)
     fflush(stdout);
 }
 
+/* --- the statistics: what one tick of stats_interval_ms costs, and how long the texts are --- */
+
+/* Jobs held in flight (their lanes stay busy) until the table ends them. */
+static uint64_t *held_tickets;
+static size_t held_n, held_cap;
+static bool held_release; /* from then on, each job ends as it starts */
+
+static void hold_job(rl_dispatcher_t *d, rl_dispatch_job *job)
+{
+    if (held_release) {
+        rl_dispatch_complete(d, job->ticket, 0);
+        return;
+    }
+    if (held_n == held_cap) {
+        held_cap = held_cap ? 2 * held_cap : 4096;
+        held_tickets = realloc(held_tickets, held_cap * sizeof *held_tickets);
+        if (!held_tickets)
+            die("realloc", RL_ENOMEM);
+    }
+    held_tickets[held_n++] = job->ticket;
+}
+
+/* The median of `rounds` calls of one statistics text, in microseconds; *len its length. */
+static double stats_call_us(rl_dispatcher_t *d, int kind, char *buf, size_t cap, size_t *len,
+                            int rounds)
+{
+    double t[64];
+    for (int i = 0; i < rounds; i++) {
+        uint64_t t0 = uv_hrtime();
+        int rc =
+            kind == 0   ? rl_dispatch_stats_json_bounded(d, RL_DISPATCH_STATS_LANES, buf, cap, len)
+            : kind == 1 ? rl_dispatch_stats_prometheus(d, RL_DISPATCH_STATS_LANES, buf, cap, len)
+                        : rl_dispatch_stats_json(d, buf, cap, len);
+        if (rc)
+            die("statistics", rc);
+        t[i] = (double)(uv_hrtime() - t0) / 1e3;
+    }
+    for (int i = 1; i < rounds; i++) /* insertion sort: a few values */
+        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+            double x = t[j];
+            t[j] = t[j - 1];
+            t[j - 1] = x;
+        }
+    return t[rounds / 2];
+}
+
+/* Asynchronous memento lanes with `busy` keys holding a job each (in flight, never completed):
+ * the compact JSON of a tick (RL_DISPATCH_STATS_LANES lanes), the Prometheus text of the same
+ * lanes, and the full JSON, each its length and the median time of a call. */
+static void stats_row(size_t lanes, size_t busy)
+{
+    uv_loop_t loop;
+    if (uv_loop_init(&loop))
+        die("uv_loop_init", RL_ELOOP);
+    rl_dispatch_options o;
+    rl_dispatch_options_init(&o);
+    o.lane_count = lanes;
+    o.async_handler = hold_job;
+    o.max_jobs = 1u << 20;
+    rl_ring_options ring;
+    rl_ring_options_init(&ring);
+    ring.profile = "memento";
+    o.ring = &ring;
+    rl_dispatcher_t *d = NULL;
+    int rc = rl_dispatch_init(&loop, &o, &d);
+    if (rc)
+        die("rl_dispatch_init", rc);
+    for (size_t i = 0; i < busy; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "busy-%zu", i);
+        rc = rl_dispatch_try_submit(d, key, strlen(key), NULL, 0);
+        if (rc && rc != RL_EAGAIN)
+            die("rl_dispatch_try_submit", rc);
+    }
+    uv_run(&loop, UV_RUN_NOWAIT); /* the jobs start */
+    rl_dispatch_stats s;
+    rl_dispatch_stats_get(d, &s, NULL, 0, NULL);
+    size_t cap = 64u << 20, compact = 0, prom = 0, full = 0;
+    char *buf = xcalloc(cap, 1);
+    double compact_us = stats_call_us(d, 0, buf, cap, &compact, 21);
+    double prom_us = stats_call_us(d, 1, buf, cap, &prom, 21);
+    double full_us = stats_call_us(d, 2, buf, cap, &full, 3);
+    printf("%7zu %8zu %10llu %9zu %9.0f %9zu %9.0f %11zu %9.0f\n", lanes, busy,
+           (unsigned long long)s.jobs, compact, compact_us, prom, prom_us, full, full_us);
+    free(buf);
+    held_release = true;
+    for (size_t i = 0; i < held_n; i++)
+        rl_dispatch_complete(d, held_tickets[i], 0);
+    held_n = 0;
+    rl_dispatch_close(d, RL_DISPATCH_DRAIN, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    if (uv_loop_close(&loop))
+        die("uv_loop_close", RL_ELOOP);
+    held_release = false;
+}
+
+static void stats_table(void)
+{
+    printf("statistics texts (memento lanes, asynchronous jobs held in flight; median call)\n");
+    printf("%7s %8s %10s %9s %9s %9s %9s %11s %9s\n", "lanes", "keys", "jobs", "compact", "us",
+           "prom", "us", "full JSON", "us");
+    size_t lanes[] = {1024, 65536};
+    size_t busy[] = {0, 1000, 10000, 200000};
+    for (size_t i = 0; i < 2; i++)
+        for (size_t j = 0; j < 4; j++)
+            stats_row(lanes[i], busy[j]);
+}
+
 int main(int argc, char **argv)
 {
     const char *nk = getenv("RINGLANE_BENCH_KEYS");
@@ -1008,6 +1120,10 @@ int main(int argc, char **argv)
     int all = strcmp(mode, "all") == 0;
     if (strcmp(mode, "lanes") == 0) {
         lane_cost_table();
+        return 0;
+    }
+    if (strcmp(mode, "stats") == 0) {
+        stats_table();
         return 0;
     }
     if (strcmp(mode, "loopcpu") == 0) {

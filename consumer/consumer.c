@@ -4,6 +4,7 @@
 #include "consumer_internal.h"
 #include "error_detail_internal.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@ void rl_consumer_options_init(rl_consumer_options *opts)
     opts->first_assignment_timeout_ms = 5000;
     opts->commit_interval_ms = 1000;
     opts->dlq_retry_ms = 1000;
+    opts->stats_lanes = RL_DISPATCH_STATS_LANES;
     opts->offset_map_max_bytes = 4096; /* Kafka's offset.metadata.max.bytes */
 }
 
@@ -102,6 +104,7 @@ static void on_handle_closed(uv_handle_t *h)
         c->close_cb(c);
     uv_mutex_destroy(&c->wake_mu);
     rl__map_free(c);
+    rl__consumer_stats_free(c);
     free((void *)c->opts.dlq_topic);
     free(c);
 }
@@ -301,12 +304,37 @@ static int check_options(const rl_consumer_options *o)
                       : d->on_done       ? "on_done"
                       : d->on_capacity   ? "on_capacity"
                       : d->data          ? "data"
+                      : d->on_stats      ? "on_stats"
+                      : d->stats_full    ? "stats_full"
                                          : NULL;
     if (own)
         return rl_error_detail_set(RL_EINVAL,
                                    "dispatch.%s set: the consumer's own (give handler or "
                                    "async_handler, and data, in the consumer's options)",
                                    own);
+    if (d->stats_interval_ms)
+        return rl_error_detail_set(RL_EINVAL,
+                                   "dispatch.stats_interval_ms %" PRId64 " set: the consumer's "
+                                   "own (set stats_interval_ms and on_stats in the consumer's "
+                                   "options: its statistics include the dispatcher's)",
+                                   d->stats_interval_ms);
+    if (o->stats_interval_ms < 0 || o->stats_interval_ms > RL_DISPATCH_STATS_INTERVAL_MAX_MS)
+        return rl_error_detail_set(
+            RL_EINVAL, "stats_interval_ms %" PRId64 ": %s (0 = off, 1..%d ms)",
+            o->stats_interval_ms,
+            o->stats_interval_ms < 0 ? "negative" : "over a day, the longest interval",
+            RL_DISPATCH_STATS_INTERVAL_MAX_MS);
+    if (o->stats_interval_ms && !o->on_stats)
+        return rl_error_detail_set(RL_EINVAL,
+                                   "stats_interval_ms %" PRId64 " with on_stats NULL: nothing "
+                                   "would get the statistics",
+                                   o->stats_interval_ms);
+    if (o->stats_lanes > RL_DISPATCH_STATS_LANES_MAX)
+        return rl_error_detail_set(RL_EINVAL,
+                                   "stats_lanes %u: over RL_DISPATCH_STATS_LANES_MAX (%u lanes in "
+                                   "the compact statistics; stats_full gives "
+                                   "rl_consumer_stats_json's text)",
+                                   o->stats_lanes, RL_DISPATCH_STATS_LANES_MAX);
     if (o->async_handler && d->workers)
         return rl_error_detail_set(RL_EINVAL,
                                    "dispatch.workers %u with async_handler: workers are for "
@@ -568,6 +596,10 @@ int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_
     dopts.on_done = rl__job_done;
     dopts.on_capacity = rl__on_capacity;
     dopts.data = c;
+    /* The statistics ride the dispatcher's timer: its text, wrapped in the consumer's. */
+    dopts.stats_interval_ms = opts->stats_interval_ms;
+    dopts.on_stats = opts->stats_interval_ms ? rl__consumer_stats_tick : NULL;
+    dopts.stats_lanes = opts->stats_full ? RL_CONSUMER_STATS_LANES_MAX : opts->stats_lanes;
     /* No lanes at all: an asynchronous consumer's many, named by the dispatcher's rule, on a
      * ring that makes them in milliseconds and keeps them small (consumer.h); fewer on a ring
      * the caller chose, whose profile may build every point. */

@@ -177,6 +177,11 @@ struct rl_consumer {
     bool fetch_stopped;           /* the queue reached it: librdkafka stopped fetching */
 
     rl_consumer_stats stats;
+    /* The statistics timer's memory, kept and reused (consumer_stats.c). */
+    rl_consumer_partition_stats *stats_parts;
+    size_t stats_parts_cap;
+    char *stats_text;
+    size_t stats_text_cap;
 };
 
 /* True on the thread that called rl_consumer_new. */
@@ -184,6 +189,11 @@ bool rl__consumer_on_loop(const rl_consumer_t *c);
 uint64_t rl__now_ms(void);
 void rl__consumer_error(rl_consumer_t *c, rd_kafka_resp_err_t err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* consumer_stats.c: the dispatcher's stats timer ticks for the consumer (its on_stats), which
+ * wraps the dispatcher's text in the consumer's; and the memory it keeps. */
+void rl__consumer_stats_tick(rl_dispatcher_t *d, const char *json, size_t len);
+void rl__consumer_stats_free(rl_consumer_t *c);
 
 /* partitions.c */
 rl__part *rl__part_get(rl_consumer_t *c, const char *topic, int32_t partition, bool create);

@@ -81,44 +81,30 @@ static int dispatcher_json(rl_dispatcher_t *d, char **out)
     return rc ? rc : RL_ENOMEM;
 }
 
-int rl_consumer_stats_json(rl_consumer_t *c, char *buf, size_t cap, size_t *len)
+/* The consumer's JSON around the dispatcher's text `dj` (NULL: null). */
+static int write_json(const rl_consumer_stats *s, const rl_consumer_partition_stats *ps, size_t n,
+                      const char *dj, char *buf, size_t cap, size_t *len)
 {
-    if (!c || (!buf && cap))
-        return RL_EINVAL;
-    rl_consumer_stats s;
-    size_t n = 0;
-    int rc = rl_consumer_stats_get(c, &s, NULL, 0, &n);
-    if (rc)
-        return rc;
-    rl_consumer_partition_stats *ps = calloc(n ? n : 1, sizeof *ps);
-    char *dj = NULL;
-    if (ps && c->d && (rc = dispatcher_json(c->d, &dj)) != 0) {
-        free(ps);
-        return rc;
-    }
-    if (!ps)
-        return RL_ENOMEM;
-    rl_consumer_stats_get(c, &s, ps, n, &n);
     rl__json o = {buf, cap, 0};
     rl__json_put(&o,
                  "{\"partitions\":%zu,\"consumed\":%" PRIu64 ",\"dispatched\":%" PRIu64
                  ",\"done\":%" PRIu64 ",\"dead_lettered\":%" PRIu64 ",\"dlq_failures\":%" PRIu64
                  ",\"null_keys\":%" PRIu64 ",\"bad_keys\":%" PRIu64 ",\"refetched\":%" PRIu64,
-                 s.partitions, s.consumed, s.dispatched, s.done, s.dead_lettered, s.dlq_failures,
-                 s.null_keys, s.bad_keys, s.refetched);
+                 s->partitions, s->consumed, s->dispatched, s->done, s->dead_lettered,
+                 s->dlq_failures, s->null_keys, s->bad_keys, s->refetched);
     rl__json_put(&o,
                  ",\"stale\":%" PRIu64 ",\"returned\":%" PRIu64 ",\"pauses\":%" PRIu64
                  ",\"resumes\":%" PRIu64 ",\"assigned\":%" PRIu64 ",\"revoked\":%" PRIu64
                  ",\"lost\":%" PRIu64 ",\"revoke_timeouts\":%" PRIu64 ",\"abandoned\":%" PRIu64
                  ",\"commits\":%" PRIu64 ",\"commit_failures\":%" PRIu64
                  ",\"dlq_producer_restarts\":%" PRIu64,
-                 s.stale, s.returned, s.pauses, s.resumes, s.assigned, s.revoked, s.lost,
-                 s.revoke_timeouts, s.abandoned, s.commits, s.commit_failures,
-                 s.dlq_producer_restarts);
+                 s->stale, s->returned, s->pauses, s->resumes, s->assigned, s->revoked, s->lost,
+                 s->revoke_timeouts, s->abandoned, s->commits, s->commit_failures,
+                 s->dlq_producer_restarts);
     rl__json_put(&o,
                  ",\"skipped\":%" PRIu64 ",\"offset_map_rejected\":%" PRIu64
                  ",\"fetch_restarts\":%" PRIu64 ",\"partition\":[",
-                 s.skipped, s.offset_map_rejected, s.fetch_restarts);
+                 s->skipped, s->offset_map_rejected, s->fetch_restarts);
     for (size_t i = 0; i < n; i++) {
         const rl_consumer_partition_stats *e = &ps[i];
         rl__json_put(&o, "%s{\"topic\":", i ? "," : "");
@@ -133,7 +119,77 @@ int rl_consumer_stats_json(rl_consumer_t *c, char *buf, size_t cap, size_t *len)
                      e->dead_letters_in_flight, e->offset_map_bytes);
     }
     rl__json_put(&o, "],\"dispatcher\":%s}", dj ? dj : "null");
+    return rl__json_end(&o, len);
+}
+
+/* The assigned partitions' statistics in a new array (*ps, *n of them). */
+static int partitions_new(rl_consumer_t *c, rl_consumer_stats *s, rl_consumer_partition_stats **ps,
+                          size_t *n)
+{
+    int rc = rl_consumer_stats_get(c, s, NULL, 0, n);
+    if (rc)
+        return rc;
+    *ps = calloc(*n ? *n : 1, sizeof **ps);
+    if (!*ps)
+        return RL_ENOMEM;
+    return rl_consumer_stats_get(c, s, *ps, *n, n);
+}
+
+int rl_consumer_stats_json(rl_consumer_t *c, char *buf, size_t cap, size_t *len)
+{
+    if (!c || (!buf && cap))
+        return RL_EINVAL;
+    rl_consumer_stats s;
+    rl_consumer_partition_stats *ps = NULL;
+    size_t n = 0;
+    char *dj = NULL;
+    int rc = partitions_new(c, &s, &ps, &n);
+    if (!rc && c->d)
+        rc = dispatcher_json(c->d, &dj);
+    if (!rc)
+        rc = write_json(&s, ps, n, dj, buf, cap, len);
     free(ps);
     free(dj);
-    return rl__json_end(&o, len);
+    return rc;
+}
+
+/* --- on a timer: the dispatcher's tick hands its text over, the consumer wraps it --- */
+
+void rl__consumer_stats_tick(rl_dispatcher_t *d, const char *json, size_t len)
+{
+    (void)len;
+    rl_consumer_t *c = rl_dispatch_get_data(d);
+    rl_consumer_stats s;
+    size_t n = 0;
+    if (rl_consumer_stats_get(c, &s, NULL, 0, &n) != 0)
+        return;
+    if (n > c->stats_parts_cap) { /* grows with the assignment, then is reused */
+        void *p = realloc(c->stats_parts, n * sizeof *c->stats_parts);
+        if (!p)
+            return; /* out of memory: this tick is skipped */
+        c->stats_parts = p;
+        c->stats_parts_cap = n;
+    }
+    rl_consumer_stats_get(c, &s, c->stats_parts, c->stats_parts_cap, &n);
+    size_t need = 0;
+    int rc = write_json(&s, c->stats_parts, n, json, c->stats_text, c->stats_text_cap, &need);
+    if (rc == RL_ERANGE) { /* the same data: one larger buffer fits it */
+        char *p = realloc(c->stats_text, need + need / 8 + 256);
+        if (!p)
+            return;
+        c->stats_text = p;
+        c->stats_text_cap = need + need / 8 + 256;
+        rc = write_json(&s, c->stats_parts, n, json, c->stats_text, c->stats_text_cap, &need);
+    }
+    if (rc == 0)
+        c->opts.on_stats(c, c->stats_text, need);
+}
+
+void rl__consumer_stats_free(rl_consumer_t *c)
+{
+    free(c->stats_parts);
+    free(c->stats_text);
+    c->stats_parts = NULL;
+    c->stats_text = NULL;
+    c->stats_parts_cap = c->stats_text_cap = 0;
 }

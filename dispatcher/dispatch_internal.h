@@ -248,6 +248,24 @@ typedef struct rl__lane {
     struct rl__lane *next_retiring;
 } rl__lane;
 
+/* A lane the bounded statistics may list: how many jobs it holds, to rank it. */
+typedef struct rl__busy_lane {
+    uint64_t held;
+    rl__lane *lane;
+    bool retiring;
+} rl__busy_lane;
+
+/* The memory one statistics call works in: the lane entries it reports, the busiest lanes it
+ * ranks, a histogram to read a lane's into. The public functions make one per call; the stats
+ * timer keeps one, so that its ticks allocate nothing once it has grown. */
+typedef struct rl__stats_scratch {
+    rl_dispatch_lane_stats *lanes;
+    size_t lanes_cap;
+    rl__busy_lane *top;
+    size_t top_cap;
+    uint64_t *hist;
+} rl__stats_scratch;
+
 /* A timer entry: a lane's retry, or an asynchronous attempt's deadline. */
 enum { RL__TIMER_RETRY = 0, RL__TIMER_DEADLINE = 1, RL__TIMER_PARK = 2 };
 typedef struct rl__timer_entry {
@@ -375,7 +393,15 @@ struct rl_dispatcher {
     rl__timer_heap heap;
     uv_mutex_t timer_mu;
     rl__timer_heap requests;
-    int handles_open; /* async and timer: freed when both have closed */
+    int handles_open; /* async, timer and stats_timer: freed when all have closed */
+
+    /* Statistics: the counters of removed lanes once freed (under route_lock, written with
+     * it held for writing), and the stats timer with the memory its ticks reuse. */
+    rl_dispatch_removed_stats removed;
+    uv_timer_t stats_timer;
+    rl__stats_scratch stats_scratch;
+    char *stats_text;
+    size_t stats_text_cap;
 
     /* Tickets name a lane's slot; slots change under route_lock (write). */
     rl__lane **slots;
@@ -402,6 +428,29 @@ struct rl_dispatcher {
 };
 
 #define RL__SPARE_JOBS 1024
+
+/* --- statistics (dispatch_stats.c) --- */
+
+/* Room for `lanes` entries and `top` ranked lanes (grows, never shrinks); RL_ENOMEM. */
+int rl__stats_scratch_reserve(rl__stats_scratch *sc, size_t lanes, size_t top);
+void rl__stats_scratch_free(rl__stats_scratch *sc);
+
+/* The statistics of rl_dispatch_stats_json_bounded: *s with its totals, and in sc->lanes the
+ * lanes it lists (*got of them): every lane when there are at most max_lanes (*all true), else
+ * the max_lanes busiest, busiest first (*busy counts the busy ones). */
+int rl__stats_collect(rl_dispatcher_t *d, size_t max_lanes, rl__stats_scratch *sc,
+                      rl_dispatch_stats *s, size_t *got, bool *all, size_t *busy);
+
+/* The JSON texts of rl_dispatch_stats_json (max_lanes SIZE_MAX, no "lane_list") and
+ * rl_dispatch_stats_json_bounded, in sc's memory. */
+int rl__stats_json(rl_dispatcher_t *d, size_t max_lanes, rl__stats_scratch *sc, char *buf,
+                   size_t cap, size_t *len);
+
+/* The statistics timer (stats_timer.c): made by init (unreferenced, so it never keeps the loop
+ * alive), started when stats_interval_ms is set, closed with the other handles. */
+void rl__stats_timer_init(rl_dispatcher_t *d);
+void rl__stats_timer_close(rl_dispatcher_t *d, uv_close_cb cb);
+void rl__stats_timer_free(rl_dispatcher_t *d);
 
 static inline void rl__cpu_relax(void)
 {

@@ -4,9 +4,39 @@
 #include "json_writer.h"
 
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+int rl__stats_scratch_reserve(rl__stats_scratch *sc, size_t lanes, size_t top)
+{
+    if (!sc->hist && !(sc->hist = malloc(sizeof(uint64_t) * RL__HIST_BUCKETS)))
+        return RL_ENOMEM;
+    if (lanes > sc->lanes_cap) {
+        void *p = realloc(sc->lanes, lanes * sizeof *sc->lanes);
+        if (!p)
+            return RL_ENOMEM;
+        sc->lanes = p;
+        sc->lanes_cap = lanes;
+    }
+    if (top > sc->top_cap) {
+        void *p = realloc(sc->top, top * sizeof *sc->top);
+        if (!p)
+            return RL_ENOMEM;
+        sc->top = p;
+        sc->top_cap = top;
+    }
+    return 0;
+}
+
+void rl__stats_scratch_free(rl__stats_scratch *sc)
+{
+    free(sc->lanes);
+    free(sc->top);
+    free(sc->hist);
+    *sc = (rl__stats_scratch){0};
+}
 
 static void lane_stats(rl__lane *l, int retiring, rl_dispatch_lane_stats *s, uint64_t *hist)
 {
@@ -32,29 +62,9 @@ static void lane_stats(rl__lane *l, int retiring, rl_dispatch_lane_stats *s, uin
     s->p99_us = rl__hist_quantile_us(hist, 0.99);
 }
 
-int rl_dispatch_stats_get(rl_dispatcher_t *d, rl_dispatch_stats *out, rl_dispatch_lane_stats *lanes,
-                          size_t cap, size_t *n)
+/* The totals, read after the lanes (see rl_dispatch_stats_get for the order). */
+static void read_totals(rl_dispatcher_t *d, rl_dispatch_stats *out)
 {
-    if (!d || !out || (!lanes && cap))
-        return RL_EINVAL;
-    uint64_t *hist = malloc(sizeof(uint64_t) * RL__HIST_BUCKETS);
-    if (!hist)
-        return RL_ENOMEM;
-    rl__enter(d);
-    memset(out, 0, sizeof *out);
-    size_t k = 0;
-    pthread_rwlock_rdlock(&d->route_lock);
-    out->lanes = d->route.n;
-    for (size_t i = 0; i < d->route.n; i++, k++)
-        if (k < cap)
-            lane_stats(d->route.lanes[i], 0, &lanes[k], hist);
-    for (rl__lane *r = d->retiring; r; r = r->next_retiring, k++) {
-        out->retiring++;
-        if (k < cap)
-            lane_stats(r, 1, &lanes[k], hist);
-    }
-    pthread_rwlock_unlock(&d->route_lock);
-    free(hist);
     /* The ends first, then the submissions: a job counted as ended was submitted before its
      * end was counted (publish releases the count), so the later read of `submitted` shows it.
      * Read the other way round, jobs submitted and ended between the two reads showed more
@@ -68,38 +78,166 @@ int rl_dispatch_stats_get(rl_dispatcher_t *d, rl_dispatch_stats *out, rl_dispatc
     out->lane_changes = atomic_load(&d->changes);
     out->last_change_ns = atomic_load(&d->last_change_ns);
     out->max_change_ns = atomic_load(&d->max_change_ns);
+}
+
+/* rl_dispatch_stats_get with the histogram memory given. */
+static void stats_get(rl_dispatcher_t *d, rl_dispatch_stats *out, rl_dispatch_lane_stats *lanes,
+                      size_t cap, size_t *n, uint64_t *hist)
+{
+    memset(out, 0, sizeof *out);
+    size_t k = 0;
+    pthread_rwlock_rdlock(&d->route_lock);
+    out->lanes = d->route.n;
+    for (size_t i = 0; i < d->route.n; i++, k++)
+        if (k < cap)
+            lane_stats(d->route.lanes[i], 0, &lanes[k], hist);
+    for (rl__lane *r = d->retiring; r; r = r->next_retiring, k++) {
+        out->retiring++;
+        if (k < cap)
+            lane_stats(r, 1, &lanes[k], hist);
+    }
+    /* With the lanes, under the same lock: a lane freed meanwhile is either listed or here. */
+    out->removed = d->removed;
+    pthread_rwlock_unlock(&d->route_lock);
+    read_totals(d, out);
+    *n = k;
+}
+
+int rl_dispatch_stats_get(rl_dispatcher_t *d, rl_dispatch_stats *out, rl_dispatch_lane_stats *lanes,
+                          size_t cap, size_t *n)
+{
+    if (!d || !out || (!lanes && cap))
+        return RL_EINVAL;
+    uint64_t *hist = malloc(sizeof(uint64_t) * RL__HIST_BUCKETS);
+    if (!hist)
+        return RL_ENOMEM;
+    size_t k = 0;
+    rl__enter(d);
+    stats_get(d, out, lanes, cap, &k, hist);
     rl__leave(d);
+    free(hist);
     if (n)
         *n = k;
     return 0;
 }
 
+/* --- the busiest lanes: a min-heap of the max_lanes holding most jobs --- */
+
+static void top_sift_down(rl__busy_lane *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t m = i, a = 2 * i + 1, b = a + 1;
+        if (a < n && h[a].held < h[m].held)
+            m = a;
+        if (b < n && h[b].held < h[m].held)
+            m = b;
+        if (m == i)
+            return;
+        rl__busy_lane t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+static void top_offer(rl__busy_lane *h, size_t *n, size_t cap, rl__busy_lane e)
+{
+    if (*n < cap) { /* sift up */
+        size_t i = (*n)++;
+        h[i] = e;
+        while (i && h[(i - 1) / 2].held > h[i].held) {
+            rl__busy_lane t = h[i];
+            h[i] = h[(i - 1) / 2];
+            h[(i - 1) / 2] = t;
+            i = (i - 1) / 2;
+        }
+    } else if (cap && e.held > h[0].held) {
+        h[0] = e;
+        top_sift_down(h, cap, 0);
+    }
+}
+
+/* Sorts a min-heap in place, most held first (heapsort: allocates nothing). */
+static void top_sort(rl__busy_lane *h, size_t n)
+{
+    for (size_t end = n; end > 1; end--) {
+        rl__busy_lane t = h[0];
+        h[0] = h[end - 1];
+        h[end - 1] = t;
+        top_sift_down(h, end - 1, 0);
+    }
+}
+
+static uint64_t lane_held(rl__lane *l)
+{
+    rl__lock(&l->mu);
+    uint64_t held = l->queue.len + l->parked + (l->busy && l->cur_job ? 1 : 0);
+    if (!held && l->nparks)
+        held = 1; /* a key parked for its retry holds its lane */
+    rl__unlock(&l->mu);
+    return held;
+}
+
 /* The lanes holding a job, without looking at the idle ones: every lane that holds something
  * is on the held list or was pushed onto it since the last change (lane_change.c, HELD LANES),
- * and neither list loses a lane while the route lock is held for reading. Fills up to cap
- * entries and answers how many hold a job. */
-static size_t busy_lane_stats(rl_dispatcher_t *d, rl_dispatch_stats *out,
-                              rl_dispatch_lane_stats *lanes, size_t cap, uint64_t *hist)
+ * and neither list loses a lane while the route lock is held for reading. Ranks them (and every
+ * retiring lane) by the jobs they hold, fills sc->lanes with the top `cap`, busiest first, and
+ * answers how many there were. */
+static size_t busiest_lanes(rl_dispatcher_t *d, rl_dispatch_stats *out, rl__stats_scratch *sc,
+                            size_t cap, size_t *got)
 {
-    size_t k = 0;
-    rl_dispatch_lane_stats one;
+    size_t k = 0, n = 0;
     pthread_rwlock_rdlock(&d->route_lock);
     out->lanes = d->route.n;
     out->retiring = 0;
     rl__lane *pushed = atomic_load_explicit(&d->held_new, memory_order_acquire);
     for (int list = 0; list < 2; list++)
         for (rl__lane *l = list ? d->held_lanes : pushed; l; l = l->next_held_lane) {
-            rl_dispatch_lane_stats *e = k < cap ? &lanes[k] : &one;
-            lane_stats(l, 0, e, hist);
-            if (e->depth || e->in_flight || e->parked || e->retry_parked)
+            uint64_t held = lane_held(l);
+            if (held) {
                 k++;
+                top_offer(sc->top, &n, cap, (rl__busy_lane){held, l, false});
+            }
         }
     for (rl__lane *r = d->retiring; r; r = r->next_retiring, k++) {
         out->retiring++;
-        lane_stats(r, 1, k < cap ? &lanes[k] : &one, hist);
+        top_offer(sc->top, &n, cap, (rl__busy_lane){lane_held(r), r, true});
     }
+    top_sort(sc->top, n);
+    for (size_t i = 0; i < n; i++)
+        lane_stats(sc->top[i].lane, sc->top[i].retiring, &sc->lanes[i], sc->hist);
+    out->removed = d->removed;
     pthread_rwlock_unlock(&d->route_lock);
+    *got = n;
     return k;
+}
+
+int rl__stats_collect(rl_dispatcher_t *d, size_t max_lanes, rl__stats_scratch *sc,
+                      rl_dispatch_stats *s, size_t *got, bool *all, size_t *busy)
+{
+    *got = *busy = 0;
+    *all = false;
+    int rc = rl__stats_scratch_reserve(sc, 0, 0);
+    if (rc)
+        return rc;
+    rl__enter(d);
+    size_t n = 0;
+    stats_get(d, s, NULL, 0, &n, sc->hist);
+    if (n <= max_lanes) { /* a few lanes: every one, in node order, then the retiring ones */
+        rc = rl__stats_scratch_reserve(sc, n, 0);
+        if (!rc) {
+            stats_get(d, s, sc->lanes, sc->lanes_cap, got, sc->hist);
+            if (*got > sc->lanes_cap) /* lanes were added meanwhile: report those we have */
+                *got = sc->lanes_cap;
+            *all = true;
+        }
+    } else {
+        rc = rl__stats_scratch_reserve(sc, max_lanes, max_lanes);
+        if (!rc)
+            *busy = busiest_lanes(d, s, sc, max_lanes, got);
+    }
+    rl__leave(d);
+    return rc;
 }
 
 /* --- JSON --- */
@@ -133,6 +271,11 @@ static int json_write(const rl_dispatch_stats *s, const rl_dispatch_lane_stats *
                  ",\"returned\":%" PRIu64 ",\"lane_changes\":%" PRIu64
                  ",\"last_change_ns\":%" PRIu64 ",\"max_change_ns\":%" PRIu64,
                  s->returned, s->lane_changes, s->last_change_ns, s->max_change_ns);
+    const rl_dispatch_removed_stats *r = &s->removed;
+    rl__json_put(&o,
+                 ",\"removed_lanes\":{\"lanes\":%" PRIu64 ",\"processed\":%" PRIu64
+                 ",\"failed\":%" PRIu64 ",\"retried\":%" PRIu64 ",\"dead_lettered\":%" PRIu64 "}",
+                 r->lanes, r->processed, r->failed, r->retried, r->dead_lettered);
     if (list && strcmp(list, "busy") == 0)
         rl__json_put(&o, ",\"lane_list\":\"busy\",\"lanes_busy\":%zu", busy);
     else if (list)
@@ -144,32 +287,27 @@ static int json_write(const rl_dispatch_stats *s, const rl_dispatch_lane_stats *
     return rl__json_end(&o, len);
 }
 
-/* The JSON with every lane; list as for json_write. */
-static int json_all_lanes(rl_dispatcher_t *d, const char *list, char *buf, size_t cap, size_t *len)
+int rl__stats_json(rl_dispatcher_t *d, size_t max_lanes, rl__stats_scratch *sc, char *buf,
+                   size_t cap, size_t *len)
 {
     rl_dispatch_stats s;
-    size_t n = 0;
-    int rc = rl_dispatch_stats_get(d, &s, NULL, 0, &n);
+    size_t got, busy;
+    bool all;
+    int rc = rl__stats_collect(d, max_lanes, sc, &s, &got, &all, &busy);
     if (rc)
         return rc;
-    rl_dispatch_lane_stats *ls = calloc(n ? n : 1, sizeof *ls);
-    if (!ls)
-        return RL_ENOMEM;
-    size_t got = n;
-    rc = rl_dispatch_stats_get(d, &s, ls, n, &got);
-    if (got > n) /* lanes were added meanwhile: report those we have */
-        got = n;
-    if (!rc)
-        rc = json_write(&s, ls, got, list, 0, buf, cap, len);
-    free(ls);
-    return rc;
+    const char *list = max_lanes == SIZE_MAX ? NULL : all ? "all" : "busy";
+    return json_write(&s, sc->lanes, got, list, busy, buf, cap, len);
 }
 
 int rl_dispatch_stats_json(rl_dispatcher_t *d, char *buf, size_t cap, size_t *len)
 {
     if (!d || (!buf && cap))
         return RL_EINVAL;
-    return json_all_lanes(d, NULL, buf, cap, len);
+    rl__stats_scratch sc = {0};
+    int rc = rl__stats_json(d, SIZE_MAX, &sc, buf, cap, len);
+    rl__stats_scratch_free(&sc);
+    return rc;
 }
 
 int rl_dispatch_stats_json_bounded(rl_dispatcher_t *d, size_t max_lanes, char *buf, size_t cap,
@@ -177,25 +315,8 @@ int rl_dispatch_stats_json_bounded(rl_dispatcher_t *d, size_t max_lanes, char *b
 {
     if (!d || (!buf && cap))
         return RL_EINVAL;
-    rl_dispatch_stats s;
-    size_t n = 0;
-    int rc = rl_dispatch_stats_get(d, &s, NULL, 0, &n);
-    if (rc)
-        return rc;
-    if (n <= max_lanes) /* a few lanes: all of them, as rl_dispatch_stats_json lists them */
-        return json_all_lanes(d, "all", buf, cap, len);
-    rl_dispatch_lane_stats *ls = calloc(max_lanes ? max_lanes : 1, sizeof *ls);
-    uint64_t *hist = malloc(sizeof(uint64_t) * RL__HIST_BUCKETS);
-    if (!ls || !hist) {
-        free(ls);
-        free(hist);
-        return RL_ENOMEM;
-    }
-    rl__enter(d);
-    size_t busy = busy_lane_stats(d, &s, ls, max_lanes, hist);
-    rl__leave(d);
-    free(hist);
-    rc = json_write(&s, ls, busy < max_lanes ? busy : max_lanes, "busy", busy, buf, cap, len);
-    free(ls);
+    rl__stats_scratch sc = {0};
+    int rc = rl__stats_json(d, max_lanes, &sc, buf, cap, len);
+    rl__stats_scratch_free(&sc);
     return rc;
 }

@@ -4,6 +4,7 @@
 #include "dispatch_internal.h"
 #include "error_detail_internal.h"
 
+#include <inttypes.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@ void rl_dispatch_options_init(rl_dispatch_options *opts)
     opts->max_attempts = 5;
     opts->backoff_ms = 10;
     opts->backoff_max_ms = 1000;
+    opts->stats_lanes = RL_DISPATCH_STATS_LANES;
 }
 
 void *rl_dispatch_get_data(const rl_dispatcher_t *d)
@@ -193,6 +195,19 @@ void rl__check_capacity(rl_dispatcher_t *d)
     d->opts.on_capacity(d);
 }
 
+/* Under the route lock (write): a freed lane's counters go to the removed lanes' totals, in the
+ * same moment as it leaves the list the statistics read, so the sums still add up. */
+static void fold_removed(rl_dispatcher_t *d, rl__lane *l)
+{
+    rl__lock(&l->mu);
+    d->removed.lanes++;
+    d->removed.processed += l->processed;
+    d->removed.failed += l->failed;
+    d->removed.retried += l->retried;
+    d->removed.dead_lettered += l->dead;
+    rl__unlock(&l->mu);
+}
+
 /* Frees retired lanes that are idle and that no timer entry names. */
 static void reap_retired(rl_dispatcher_t *d)
 {
@@ -210,6 +225,7 @@ static void reap_retired(rl_dispatcher_t *d)
         pthread_rwlock_wrlock(&d->route_lock);
         *p = l->next_retiring;
         rl__slot_free(d, l);
+        fold_removed(d, l);
         pthread_rwlock_unlock(&d->route_lock);
         d->n_retiring--;
         rl__lane_free(l);
@@ -231,6 +247,7 @@ static void free_dispatcher(rl_dispatcher_t *d)
     rl_ring_free(d->hash_ring);
     free(d->slots);
     rl__timers_free(d);
+    rl__stats_timer_free(d);
     for (rl__job *j; (j = rl__job_spare(d));)
         free(j);
     pthread_rwlock_destroy(&d->route_lock);
@@ -299,9 +316,10 @@ static void maybe_finish_close(rl_dispatcher_t *d)
     /* Jobs of a key end in order: those that ran first, then those handed back. */
     rl__deliver_completions(d);
     rl__hand_back(d, &d->returned);
-    d->handles_open = 2;
+    d->handles_open = 3;
     uv_close((uv_handle_t *)&d->timer, on_handle_closed);
     uv_close((uv_handle_t *)&d->async, on_handle_closed);
+    rl__stats_timer_close(d, on_handle_closed);
 }
 
 /* Rounds of completions one wake-up delivers at most, before the loop's other handles run. */
@@ -446,6 +464,7 @@ int rl_dispatch_close(rl_dispatcher_t *d, int mode, rl_dispatch_close_cb cb)
     rl__lane **taken = calloc(cap ? cap : 1, sizeof *taken);
     if (!taken)
         return RL_ENOMEM;
+    uv_timer_stop(&d->stats_timer); /* no statistics once closing (a consumer frees its own) */
     pthread_rwlock_wrlock(&d->route_lock);
     atomic_store(&d->closing, true);
     d->close_mode = mode;
@@ -475,6 +494,27 @@ int rl_dispatch_close(rl_dispatcher_t *d, int mode, rl_dispatch_close_cb cb)
 }
 
 /* --- init --- */
+
+static int check_stats_options(const rl_dispatch_options *o)
+{
+    if (o->stats_interval_ms < 0 || o->stats_interval_ms > RL_DISPATCH_STATS_INTERVAL_MAX_MS)
+        return rl_error_detail_set(
+            RL_EINVAL, "stats_interval_ms %" PRId64 ": %s (0 = off, 1..%d ms)",
+            o->stats_interval_ms,
+            o->stats_interval_ms < 0 ? "negative" : "over a day, the longest interval",
+            RL_DISPATCH_STATS_INTERVAL_MAX_MS);
+    if (o->stats_interval_ms && !o->on_stats)
+        return rl_error_detail_set(RL_EINVAL,
+                                   "stats_interval_ms %" PRId64 " with on_stats NULL: nothing "
+                                   "would get the statistics",
+                                   o->stats_interval_ms);
+    if (o->stats_lanes > RL_DISPATCH_STATS_LANES_MAX)
+        return rl_error_detail_set(RL_EINVAL,
+                                   "stats_lanes %u: over RL_DISPATCH_STATS_LANES_MAX (%u lanes in "
+                                   "the compact statistics; stats_full lists every lane)",
+                                   o->stats_lanes, RL_DISPATCH_STATS_LANES_MAX);
+    return 0;
+}
 
 static int check_options(const rl_dispatch_options *o)
 {
@@ -534,7 +574,7 @@ static int check_options(const rl_dispatch_options *o)
     for (size_t i = 0; o->lanes && i < o->lane_count; i++)
         if (!o->lanes[i])
             return rl_error_detail_set(RL_EINVAL, "lanes[%zu] NULL: every lane needs a name", i);
-    return 0;
+    return check_stats_options(o);
 }
 
 /* The ring's refusal of the lanes and of opts->ring, in the dispatcher's words: the ring's
@@ -692,6 +732,7 @@ int rl_dispatch_init(struct uv_loop_s *loop, const rl_dispatch_options *opts, rl
     }
     d->async.data = d;
     rl__timers_start(d);
+    rl__stats_timer_init(d);
     *out = d;
     return 0;
 }

@@ -21,6 +21,7 @@ build="$build liblz4-dev libzstd-dev" # what librdkafka.a links: the two-librdka
 build="$build python3-confluent-kafka" # the plugin from Python: the client test
 build="$build docker-compose" # validates docker-compose.yml (no Docker engine is needed)
 build="$build groff-base" # test_cli checks that the manual page, ringlane(1), formats cleanly
+build="$build curl python3" # example_metrics_http scrapes metrics_http and checks the text
 bench="valgrind"
 format="clang-format git" # git lists the files to check
 fuzz="clang libclang-rt-14-dev"

@@ -39,6 +39,24 @@ static void dispatch_async(rl_dispatcher_t *d, rl_dispatch_job *job)
     rl_dispatch_complete(d, job->ticket, 0);
 }
 
+static int ticks;
+static char last_stats[65536];
+
+static void stats_cb(rl_consumer_t *c, const char *json, size_t len)
+{
+    (void)c;
+    assert_int_equal(strlen(json), len);
+    snprintf(last_stats, sizeof last_stats, "%s", json);
+    ticks++;
+}
+
+static void dispatch_stats_cb(rl_dispatcher_t *d, const char *json, size_t len)
+{
+    (void)d;
+    (void)json;
+    (void)len;
+}
+
 static void valid_options(rl_consumer_options *o)
 {
     rl_consumer_options_init(o);
@@ -115,6 +133,18 @@ static void new_refuses_bad_options(void **state)
             o.offset_map_max_bytes = 31);
     REFUSED(RL_EINVAL, "offset_map_max_bytes 1", "at least 32", o.offset_map_max_bytes = 1);
     REFUSED(RL_EINVAL, "offset_map_max_bytes 32768", "over 32767", o.offset_map_max_bytes = 32768);
+    /* The statistics timer. */
+    REFUSED(RL_EINVAL, "stats_interval_ms -5: negative", "0 = off",
+            (o.stats_interval_ms = -5, o.on_stats = stats_cb));
+    REFUSED(RL_EINVAL, "stats_interval_ms 86400001: over a day", "",
+            (o.stats_interval_ms = 86400001, o.on_stats = stats_cb));
+    REFUSED(RL_EINVAL, "stats_interval_ms 1000 with on_stats NULL", "", o.stats_interval_ms = 1000);
+    REFUSED(RL_EINVAL, "stats_lanes 1025", "RL_DISPATCH_STATS_LANES_MAX", o.stats_lanes = 1025);
+    REFUSED(RL_EINVAL, "dispatch.stats_interval_ms 1000 set", "the consumer's own",
+            o.dispatch.stats_interval_ms = 1000);
+    REFUSED(RL_EINVAL, "dispatch.on_stats set", "the consumer's own",
+            o.dispatch.on_stats = dispatch_stats_cb);
+    REFUSED(RL_EINVAL, "dispatch.stats_full set", "", o.dispatch.stats_full = 1);
     /* The dispatcher's callbacks are the consumer's own. */
     REFUSED(RL_EINVAL, "dispatch.handler set", "the consumer's own",
             o.dispatch.handler = dispatch_handler);
@@ -257,7 +287,7 @@ static void lanes_named_for_you(void **state)
 
 typedef struct off_thread {
     rl_consumer_t *c;
-    int stats_rc, json_rc, close_rc;
+    int stats_rc, json_rc, close_rc, prom_rc;
 } off_thread;
 
 static void call_off_thread(void *arg)
@@ -267,6 +297,7 @@ static void call_off_thread(void *arg)
     char buf[64];
     t->stats_rc = rl_consumer_stats_get(t->c, &s, NULL, 0, NULL);
     t->json_rc = rl_consumer_stats_json(t->c, buf, sizeof buf, NULL);
+    t->prom_rc = rl_consumer_stats_prometheus(t->c, 16, buf, sizeof buf, NULL);
     t->close_rc = rl_consumer_close(t->c, NULL);
 }
 
@@ -332,6 +363,7 @@ static void live_consumer_rules(void **state)
     assert_int_equal(t.stats_rc, RL_ESTATE);
     assert_int_equal(t.json_rc, RL_ESTATE);
     assert_int_equal(t.close_rc, RL_ESTATE);
+    assert_int_equal(t.prom_rc, RL_ESTATE);
 
     /* rl_consumer_complete: bad arguments, and a consumer with a blocking handler. */
     assert_int_equal(rl_consumer_complete(NULL, 1, 0), RL_EINVAL);
@@ -348,12 +380,67 @@ static void live_consumer_rules(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* stats_interval_ms: the compact text on the loop thread, with the dispatcher's inside; the
+ * Prometheus text with the consumer's families then the dispatcher's, and its refusals. */
+static void stats_on_a_timer(void **state)
+{
+    (void)state;
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    rl_consumer_options o;
+    valid_options(&o);
+    o.stats_interval_ms = 5;
+    o.on_stats = stats_cb;
+    rl_consumer_t *c = NULL;
+    assert_int_equal(rl_consumer_new(&loop, &o, &c), 0);
+    ticks = 0;
+    while (ticks < 2)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_memory_equal(last_stats, "{\"partitions\":", 14);
+    assert_non_null(strstr(last_stats, "\"dispatcher\":{\"lanes\":2,"));
+    assert_non_null(strstr(last_stats, "\"removed_lanes\":{\"lanes\":0,"));
+    assert_non_null(strstr(last_stats, "\"lane_list\":\"all\""));
+
+    char *buf = malloc(65536);
+    assert_non_null(buf);
+    size_t len = 0, need = 0;
+    assert_int_equal(rl_consumer_stats_prometheus(c, 16, buf, 65536, &len), 0);
+    assert_int_equal(strlen(buf), len);
+    assert_non_null(strstr(buf, "# TYPE ringlane_consumer_consumed_total counter\n"));
+    assert_non_null(strstr(buf, "\nringlane_consumer_partitions 0\n"));
+    assert_non_null(strstr(buf, "\nringlane_dispatch_lanes 2\n"));
+    assert_non_null(strstr(buf, "ringlane_dispatch_lane_queued{lane=\"lane-b\"} 0\n"));
+    assert_prometheus_lines(buf);
+    /* The consumer's families come first, then the dispatcher's. */
+    const char *dispatcher_part = strstr(buf, "# HELP ringlane_dispatch_");
+    assert_non_null(dispatcher_part);
+    assert_true(strstr(buf, "ringlane_consumer_") < dispatcher_part);
+    printf("# Prometheus text: %zu bytes, the consumer's %zu (no partition assigned)\n", len,
+           (size_t)(dispatcher_part - buf));
+    char small[40];
+    assert_int_equal(rl_consumer_stats_prometheus(c, 16, small, sizeof small, &need), RL_ERANGE);
+    assert_int_equal(need, len);
+    assert_int_equal(strlen(small), sizeof small - 1);
+    assert_int_equal(rl_consumer_stats_prometheus(c, 16, NULL, 0, &need), RL_ERANGE);
+    assert_int_equal(need, len);
+    assert_int_equal(rl_consumer_stats_prometheus(NULL, 16, buf, 65536, NULL), RL_EINVAL);
+    assert_int_equal(rl_consumer_stats_prometheus(c, 16, NULL, 5, NULL), RL_EINVAL);
+    free(buf);
+
+    closed = 0;
+    assert_int_equal(rl_consumer_close(c, on_closed), 0);
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(closed, 1);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(new_refuses_bad_options),
         cmocka_unit_test(lanes_named_for_you),
         cmocka_unit_test(live_consumer_rules),
+        cmocka_unit_test(stats_on_a_timer),
     };
     return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
 }

@@ -556,6 +556,21 @@ static void on_closed(rl_consumer_t *c)
     *(int *)rl_consumer_get_data(c) += 1;
 }
 
+static int stats_ticks;
+static size_t stats_len, stats_parts;
+static char stats_head[64];
+static bool stats_has_dispatcher;
+
+static void stats_seen(rl_consumer_t *c, const char *json, size_t len)
+{
+    rl_consumer_stats s;
+    assert_int_equal(rl_consumer_stats_get(c, &s, NULL, 0, &stats_parts), 0);
+    stats_len = len;
+    snprintf(stats_head, sizeof stats_head, "%s", json);
+    stats_has_dispatcher = strstr(json, "\"dispatcher\":{\"lanes\":65536,") != NULL;
+    stats_ticks++;
+}
+
 /* An asynchronous consumer given no lanes gets RL_CONSUMER_ASYNC_LANES of them; a ticket it
  * never gave answers RL_ESTALE. (Its rl_dispatch_take_tag holds every lane's mutex at once:
  * more than ThreadSanitizer's deadlock detector can track, hence detect_deadlocks=0 for this
@@ -575,8 +590,20 @@ static void async_consumer_defaults(void **state)
     o.async_handler = complete_at_once;
     o.dispatch.job_timeout_ms = 1000;
     o.data = &closed;
+    o.stats_interval_ms = 5;
+    o.on_stats = stats_seen;
     rl_consumer_t *c = NULL;
     assert_int_equal(rl_consumer_new(&loop, &o, &c), 0);
+    /* The compact text on the timer stays within its stated bound at 65,536 lanes: the
+     * consumer's 1.1 KB, 340 bytes and the topic per partition, the dispatcher's 6.4 KB. */
+    stats_ticks = 0;
+    while (stats_ticks < 2)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_true(stats_has_dispatcher);
+    assert_memory_equal(stats_head, "{\"partitions\":", 14);
+    assert_true(stats_len <= 1100 + stats_parts * (340 + strlen(topics[0]) + 2) + 6372);
+    printf("# compact statistics at %u lanes: %zu bytes, %zu partitions\n", RL_CONSUMER_ASYNC_LANES,
+           stats_len, stats_parts);
     rl_dispatch_stats ds;
     assert_int_equal(rl_dispatch_stats_get(rl_consumer_dispatcher(c), &ds, NULL, 0, NULL), 0);
     assert_int_equal(ds.lanes, RL_CONSUMER_ASYNC_LANES);

@@ -122,6 +122,37 @@ static inline void assert_cheap(const char *what, void (*fn)(void *), void *arg,
                  limit_mib);
 }
 
+/* Asserts the shape of a Prometheus text: it ends with a line feed, every family has one
+ * "# HELP" line then its "# TYPE" line, and every other line is a sample of the family declared
+ * last, so each family's samples are contiguous (tests/check_prometheus.py checks the rest). */
+static inline void assert_prometheus_lines(const char *text)
+{
+    char family[128] = "", help[128] = "";
+    size_t len = strlen(text);
+    assert_true(len > 0 && text[len - 1] == '\n');
+    for (const char *line = text, *nl; *line; line = nl + 1) {
+        nl = strchr(line, '\n');
+        size_t n = strcspn(line + 7, " \n");
+        assert_true(n < sizeof family);
+        if (strncmp(line, "# HELP ", 7) == 0) {
+            assert_string_equal(help, ""); /* the previous HELP had its TYPE */
+            memcpy(help, line + 7, n);
+            help[n] = '\0';
+        } else if (strncmp(line, "# TYPE ", 7) == 0) {
+            assert_int_equal(strncmp(line + 7, help, n), 0);
+            assert_int_equal(strlen(help), n);
+            memcpy(family, help, n + 1);
+            help[0] = '\0';
+        } else {
+            assert_int_equal(line[0] == '#', 0);
+            assert_true(family[0] != '\0');
+            assert_int_equal(strncmp(line, family, strlen(family)), 0);
+            char c = line[strlen(family)];
+            assert_true(c == ' ' || c == '{');
+        }
+    }
+}
+
 /* Deterministic pseudo-random numbers for statistical tests (SplitMix64 stream). */
 static inline uint64_t test_rand(uint64_t *state)
 {

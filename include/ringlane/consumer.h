@@ -143,6 +143,9 @@ typedef void (*rl_consumer_dead_letter_cb)(rl_consumer_t *c, const rd_kafka_mess
 typedef void (*rl_consumer_error_cb)(rl_consumer_t *c, rd_kafka_resp_err_t err, const char *reason);
 /* On the loop thread, when close has finished; the consumer is freed when it returns. */
 typedef void (*rl_consumer_close_cb)(rl_consumer_t *c);
+/* On the loop thread, every stats_interval_ms: the statistics as JSON text (json[len] is its
+ * NUL), valid only during the call (the buffer is reused). See stats_interval_ms. */
+typedef void (*rl_consumer_stats_cb)(rl_consumer_t *c, const char *json, size_t len);
 
 typedef struct rl_consumer_options {
     /* The consumer's librdkafka configuration: bootstrap.servers, group.id (required),
@@ -202,6 +205,22 @@ typedef struct rl_consumer_options {
     rl_consumer_rebalance_cb on_rebalance;     /* NULL: none */
     rl_consumer_dead_letter_cb on_dead_letter; /* NULL: none */
     rl_consumer_error_cb on_error;             /* NULL: none */
+    /* Statistics on a timer, as librdkafka's statistics.interval.ms and stats_cb: every
+     * stats_interval_ms (0 = off; 1..RL_DISPATCH_STATS_INTERVAL_MAX_MS) on_stats gets the JSON
+     * on the loop thread, until the close has revoked the partitions and closes the dispatcher (the
+     * timer does not keep the loop alive). By
+     * default the compact text: the consumer's counters, every assigned partition, and under
+     * "dispatcher" the dispatcher's compact text (its totals, removed lanes, and the
+     * stats_lanes busiest lanes); at most 1.1 KB + (340 bytes + the topic's length) per assigned
+     * partition + the dispatcher's (under 6.4 KB with 16 lanes named "lane-<n>"), whatever the lane
+     * count. With stats_full the text of rl_consumer_stats_json. A tick allocates nothing once its
+     * buffers (kept and reused) have grown. dispatch.stats_* and dispatch.on_stats belong to the
+     * consumer and stay as rl_consumer_options_init leaves them. */
+    int64_t stats_interval_ms;     /* (0) */
+    rl_consumer_stats_cb on_stats; /* required when stats_interval_ms is set */
+    uint32_t stats_lanes;          /* lanes the compact text lists, 0..RL_DISPATCH_STATS_LANES_MAX
+                                      (RL_DISPATCH_STATS_LANES) */
+    int stats_full;                /* 1: rl_consumer_stats_json's text (0) */
 } rl_consumer_options;
 
 /* Fills opts with the defaults in parentheses above, rl_dispatch_options_init for dispatch but
@@ -215,14 +234,15 @@ RL_EXTERN void rl_consumer_options_init(rl_consumer_options *opts);
  * lanes with a blocking handler; a dispatch callback set; dispatch.workers with async_handler,
  * dispatch.job_timeout_ms with handler; a zero limit: max_key_len, window, pending_max,
  * poll_batch, revoke_timeout_ms, commit_interval_ms, dlq_retry_ms, first_assignment_timeout_ms;
- * no group.id), RL_EKAFKA (librdkafka refused the configuration, or the subscription: the
- * detail quotes the topics), the dispatcher's errors, RL_ENOMEM,
- * RL_ELOOP. On a refusal *out is NULL, both configurations are freed, and
- * rl_last_error_detail() says why: the option as written in C, its value, the reason ("conf: no
- * group.id (the consumer commits a group's offsets)"); the dispatcher's refusals come under
- * "dispatch." ("dispatch.lane_capacity 0: ..."), librdkafka's with its own message. A refusal
- * that comes after the dispatcher was made (RL_EKAFKA, RL_ELOOP) leaves it closing on the loop:
- * run the loop (uv_run) before uv_loop_close. */
+ * no group.id; stats_interval_ms negative, over RL_DISPATCH_STATS_INTERVAL_MAX_MS or set without
+ * on_stats; stats_lanes over RL_DISPATCH_STATS_LANES_MAX; dispatch.on_stats or
+ * dispatch.stats_interval_ms set), RL_EKAFKA (librdkafka refused the configuration, or the
+ * subscription: the detail quotes the topics), the dispatcher's errors, RL_ENOMEM, RL_ELOOP. On a
+ * refusal *out is NULL, both configurations are freed, and rl_last_error_detail() says why: the
+ * option as written in C, its value, the reason ("conf: no group.id (the consumer commits a group's
+ * offsets)"); the dispatcher's refusals come under "dispatch." ("dispatch.lane_capacity 0: ..."),
+ * librdkafka's with its own message. A refusal that comes after the dispatcher was made (RL_EKAFKA,
+ * RL_ELOOP) leaves it closing on the loop: run the loop (uv_run) before uv_loop_close. */
 RL_EXTERN int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts,
                               rl_consumer_t **out);
 
@@ -334,6 +354,17 @@ RL_EXTERN int rl_consumer_stats_get(rl_consumer_t *c, rl_consumer_stats *out,
  * ("lane_list": "all"), else only the lanes holding a message, at most that many ("lane_list":
  * "busy", "lanes_busy": how many hold one), so the text stays small at 65,536 lanes. */
 RL_EXTERN int rl_consumer_stats_json(rl_consumer_t *c, char *buf, size_t cap, size_t *len);
+
+/* The statistics in the Prometheus text exposition format (version 0.0.4): the consumer's
+ * counters and per assigned partition (labels topic, partition) as ringlane_consumer_*
+ * families, then the dispatcher's (rl_dispatch_stats_prometheus with max_lanes: the lanes
+ * listed are every lane up to max_lanes, else the max_lanes busiest). docs/operations.md lists
+ * every metric. Like snprintf: *len (may be NULL) gets the length the whole text needs,
+ * RL_ERANGE when cut (the text is still terminated). RL_EINVAL (NULL c, NULL buf with a cap),
+ * RL_ESTATE off the loop thread, RL_ENOMEM. The size: about 4 KB (3.9 KB measured) + about
+ * 1 KB per assigned partition + the dispatcher's. */
+RL_EXTERN int rl_consumer_stats_prometheus(rl_consumer_t *c, size_t max_lanes, char *buf,
+                                           size_t cap, size_t *len);
 
 #ifdef __cplusplus
 }
