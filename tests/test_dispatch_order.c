@@ -28,7 +28,11 @@
  * (CTest: test_dispatch_stress). Built with a sanitizer the job counts shrink, the number of
  * lane changes does not. `--seconds N [--profile P]`: the soak (tests/soak/soak.sh), one
  * profile (default jump, which moves the most keys on a change), a lane change every 50 ms for
- * N seconds, with a line of counts and resident memory every 10 seconds. */
+ * N seconds, with a line of counts and resident memory every 10 seconds. `--base-lanes N`: N
+ * lanes "base-<i>", every profile that takes that many, removes aimed at the lanes of random
+ * keys; `--point-lanes M`: M lanes instead for the profiles that place points, whose every
+ * change costs a build of that many lanes (CTest's test_dispatch_order_many_lanes: 65,536 and
+ * 8,192; 4,096 under sanitizers). */
 #define _POSIX_C_SOURCE 200809L
 #include "dispatch_util.h"
 
@@ -121,12 +125,21 @@ typedef struct world {
     bool completers_stop;
     _Atomic uint64_t barrier_ticket;
 
+    /* --base-lanes: the lanes are "base-<i>"; a shadow ring made with the same calls as the
+     * dispatcher's (public API) names a key's lane, so that removes hit lanes with jobs */
+    rl_ring_t *shadow;
+    char **base_names;
+    const char *gone[64]; /* removed lanes, added back last out first */
+    int ngone;
+
     /* the soak: run for soak_ns, report every 10 s */
     uint64_t soak_ns, start_ns, next_change_ns;
     uv_timer_t report;
 } world;
 
 static long soak_seconds; /* 0: the test runs; else the soak's length */
+static int base_lanes;    /* --base-lanes N: N lanes "base-<i>" instead of the churn lanes */
+static int point_lanes;   /* --point-lanes M: M of them instead for the point profiles */
 static const char *soak_profile = "jump";
 static int soak_mode; /* --mode dedicated|pool|async|loopfed */
 
@@ -586,10 +599,48 @@ static void watchdog_thread(void *arg)
     }
 }
 
+/* --base-lanes: removes the lane of a random key (it likely holds jobs), or adds back the
+ * lane removed last; the shadow ring makes the same change. */
+static void change_base_lanes(world *w, uint64_t x)
+{
+    rl_ring_t *next;
+    if (w->ngone == 64 || (w->ngone > 0 && x % 3 == 0)) {
+        const char *name = w->gone[--w->ngone];
+        rl_member m = {.name = name, .weight = 1};
+        assert_rl_ok(rl_dispatch_add_lane(w->d, name));
+        assert_rl_ok(rl_ring_add(w->shadow, &m, &next));
+        w->lanes_in++;
+        w->adds++;
+    } else {
+        char key[48];
+        int len = key_name((int)(x % KEYS), key, sizeof key);
+        uint32_t node;
+        assert_rl_ok(rl_ring_lookup(w->shadow, key, (size_t)len, &node));
+        int i = atoi(rl_ring_node_name(w->shadow, node) + strlen("base-"));
+        assert_true(i >= 0 && i < base_lanes);
+        const char *name = w->base_names[i];
+        assert_rl_ok(rl_dispatch_remove_lane(w->d, name));
+        assert_rl_ok(rl_ring_remove(w->shadow, name, &next));
+        w->gone[w->ngone++] = name;
+        w->lanes_in--;
+        w->removes++;
+    }
+    rl_ring_free(w->shadow);
+    w->shadow = next;
+}
+
 /* One random membership change (and now and then a wrong one, which must change nothing). */
 static void change_lanes(world *w)
 {
     uint64_t x = test_rand(&w->rng);
+    if (base_lanes) {
+        change_base_lanes(w, x);
+        w->changes++;
+        atomic_fetch_add(&w->progress, 1);
+        if (x % 5 == 0)
+            take_and_wait(w, (int64_t)(x % TAGS));
+        return;
+    }
     if (w->lanes_in == 1 && x % 3 == 0) {
         /* The last lane: refused while it holds jobs (nothing lost), else gone until the
          * next change adds one; submitters get RL_ESTATE meanwhile. */
@@ -756,6 +807,24 @@ static result run(const char *profile, int changes, uint64_t jobs, int close_mod
     o.lanes = initial;
     o.lane_count = 3;
     o.ring = &ro;
+    if (base_lanes) {
+        w->base_names = calloc((size_t)base_lanes, sizeof *w->base_names);
+        rl_member *m = calloc((size_t)base_lanes, sizeof *m);
+        assert_non_null(w->base_names);
+        assert_non_null(m);
+        for (int i = 0; i < base_lanes; i++) {
+            char name[24];
+            snprintf(name, sizeof name, "base-%d", i);
+            w->base_names[i] = strdup(name);
+            assert_non_null(w->base_names[i]);
+            m[i] = (rl_member){.name = w->base_names[i], .weight = 1};
+        }
+        assert_rl_ok(rl_ring_build(m, (size_t)base_lanes, &ro, &w->shadow));
+        free(m);
+        o.lanes = (const char *const *)w->base_names;
+        o.lane_count = (size_t)base_lanes;
+        w->lanes_in = base_lanes;
+    }
     if (mode == MODE_ASYNC)
         o.async_handler = async_handler;
     else
@@ -850,6 +919,10 @@ static result run(const char *profile, int changes, uint64_t jobs, int close_mod
     assert_true(atomic_load(&w->failures) > 0);
     result res = {total, w->changes};
     uv_mutex_destroy(&w->msg_mu);
+    rl_ring_free(w->shadow);
+    for (int i = 0; w->base_names && i < base_lanes; i++)
+        free(w->base_names[i]);
+    free(w->base_names);
     free(w);
     return res;
 }
@@ -861,6 +934,34 @@ static void test_order_every_profile(void **state)
     (void)state;
     if (soak_seconds > 0) {
         run(soak_profile, 1, 1, RL_DISPATCH_DRAIN, soak_mode); /* by the clock */
+        return;
+    }
+    if (base_lanes > 0) {
+        /* Many lanes: every profile that takes that many (maglev's default table is too
+         * small), asynchronous and on 2 shared workers (a thread per lane is not possible);
+         * removes hit the lanes of random keys. */
+        int ran = 0;
+        for (size_t i = 0; i < rl_profile_count(); i++) {
+            const char *profile = rl_profile_at(i)->name;
+            if (strcmp(profile, "maglev") == 0)
+                continue;
+            /* The profiles that change without placing every point again in both modes; the
+             * others (a change costs a build of that many lanes) in one, in turn. */
+            bool both = rl_profile_at(i)->default_vnodes == 0;
+            int all_lanes = base_lanes;
+            if (!both && point_lanes > 0 && point_lanes < base_lanes)
+                base_lanes = point_lanes;
+            for (int mode = MODE_POOL; mode <= MODE_ASYNC; mode++) {
+                if (!both && mode != (i % 2 ? MODE_POOL : MODE_ASYNC))
+                    continue;
+                result r = run(profile, 10, SLOW_BUILD ? 3000 : 10000,
+                               mode == MODE_POOL ? RL_DISPATCH_DRAIN : RL_DISPATCH_STOP, mode);
+                assert_true(r.changes >= 10);
+                ran++;
+            }
+            base_lanes = all_lanes;
+        }
+        assert_true(ran >= (int)rl_profile_count() - 1);
         return;
     }
     size_t n = rl_profile_count() * MODES;
@@ -888,6 +989,10 @@ int main(int argc, char **argv)
             soak_seconds = strtol(argv[i + 1], NULL, 10);
         if (strcmp(argv[i], "--profile") == 0)
             soak_profile = argv[i + 1];
+        if (strcmp(argv[i], "--base-lanes") == 0)
+            base_lanes = atoi(argv[i + 1]);
+        if (strcmp(argv[i], "--point-lanes") == 0)
+            point_lanes = atoi(argv[i + 1]);
         if (strcmp(argv[i], "--mode") == 0)
             soak_mode = strcmp(argv[i + 1], "loopfed") == 0 ? MODE_LOOPFED
                         : strcmp(argv[i + 1], "async") == 0 ? MODE_ASYNC
