@@ -65,6 +65,7 @@ int rl_dispatch_stats_get(rl_dispatcher_t *d, rl_dispatch_stats *out, rl_dispatc
     out->submitted = atomic_load(&d->seq);
     out->jobs = atomic_load(&d->jobs);
     out->refused = atomic_load(&d->refused);
+    out->rate_limited = atomic_load(&d->rate_limited);
     out->lane_changes = atomic_load(&d->changes);
     out->last_change_ns = atomic_load(&d->last_change_ns);
     out->max_change_ns = atomic_load(&d->max_change_ns);
@@ -133,6 +134,7 @@ static int json_write(const rl_dispatch_stats *s, const rl_dispatch_lane_stats *
                  ",\"returned\":%" PRIu64 ",\"lane_changes\":%" PRIu64
                  ",\"last_change_ns\":%" PRIu64 ",\"max_change_ns\":%" PRIu64,
                  s->returned, s->lane_changes, s->last_change_ns, s->max_change_ns);
+    rl__json_put(&o, ",\"rate_limited\":%" PRIu64, s->rate_limited);
     if (list && strcmp(list, "busy") == 0)
         rl__json_put(&o, ",\"lane_list\":\"busy\",\"lanes_busy\":%zu", busy);
     else if (list)
