@@ -115,8 +115,10 @@ int rl_consumer_stats_json(rl_consumer_t *c, char *buf, size_t cap, size_t *len)
                  s.stale, s.returned, s.pauses, s.resumes, s.assigned, s.revoked, s.lost,
                  s.revoke_timeouts, s.abandoned, s.commits, s.commit_failures,
                  s.dlq_producer_restarts);
-    rl__json_put(&o, ",\"skipped\":%" PRIu64 ",\"offset_map_rejected\":%" PRIu64 ",\"partition\":[",
-                 s.skipped, s.offset_map_rejected);
+    rl__json_put(&o, ",\"skipped\":%" PRIu64 ",\"offset_map_rejected\":%" PRIu64, s.skipped,
+                 s.offset_map_rejected);
+    rl__json_put(&o, ",\"rate_limited\":%" PRIu64 ",\"rate_pauses\":%" PRIu64 ",\"partition\":[",
+                 s.rate_limited, s.rate_pauses);
     for (size_t i = 0; i < n; i++) {
         const rl_consumer_partition_stats *e = &ps[i];
         rl__json_put(&o, "%s{\"topic\":", i ? "," : "");

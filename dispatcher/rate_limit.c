@@ -81,7 +81,8 @@ void rl__rate_due(rl_dispatcher_t *d)
         return;
     if (!atomic_load(&d->blocked_rate) && !atomic_load(&d->refused_rate))
         return; /* nobody waits for this token */
-    if (!rl__rate_has_token(d)) { /* the clock read early, or another submitter took it */
+    /* No token yet (another submitter took it): wait for the next one. */
+    if (!rl__rate_has_token(d)) {
         rl__rate_arm(d);
         return;
     }

@@ -131,7 +131,7 @@ static inline uint64_t rl__bucket_wait_ns(rl__bucket *b, uint64_t now_ns)
         return 0;
     double missing = 1.0 - b->tokens; /* > RL__BUCKET_EPSILON */
     double ns = missing * 1e9 / b->rate;
-    uint64_t whole = (uint64_t)ns; /* rate >= RL__RATE_MIN: under 1e12 ns, no overflow */
+    uint64_t whole = (uint64_t)ns;       /* rate >= RL__RATE_MIN: under 1e12 ns, no overflow */
     return whole + ((double)whole < ns); /* rounded up: the token is there when asked */
 }
 

@@ -118,8 +118,7 @@ static void test_rate_options_refused(void **state)
     o.lane_count = 2;
     o.max_burst = 10;
     o.max_rate = -1;
-    assert_refused(rl_dispatch_init(&loop, &o, &d), RL_EINVAL, "max_rate -1",
-                   "cannot be negative");
+    assert_refused(rl_dispatch_init(&loop, &o, &d), RL_EINVAL, "max_rate -1", "cannot be negative");
     assert_null(d);
     o.max_rate = NAN;
     assert_refused(rl_dispatch_init(&loop, &o, &d), RL_EINVAL, "max_rate nan",
