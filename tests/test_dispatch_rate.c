@@ -250,6 +250,7 @@ typedef struct waiter {
     int64_t timeout_ms;
     int rc;
     atomic_bool over;
+    uv_async_t *wake; /* NULL, or woken once `over` is set (the loop may be asleep) */
 } waiter;
 
 static void waiting_submit(void *arg)
@@ -257,6 +258,13 @@ static void waiting_submit(void *arg)
     waiter *w = arg;
     w->rc = rl_dispatch_submit(w->c->d, "k", 1, &w->c->ids[JOBS - 1], 0, w->timeout_ms);
     atomic_store(&w->over, true);
+    if (w->wake)
+        uv_async_send(w->wake);
+}
+
+static void on_wake(uv_async_t *a)
+{
+    (void)a; /* the loop looks at `over` when uv_run returns */
 }
 
 /* One token in 1,000 s, burst 3: three submissions in, the fourth refused with RL_EAGAIN
@@ -291,7 +299,7 @@ static void test_rate_refuses_with_eagain(void **state)
     assert_int_equal(s.refused, 5);
     assert_int_equal(s.rate_limited, 5);
     /* A waiting submitter on another thread waits for a token, and gives up after 20 ms. */
-    waiter w = {&c, 20, 0, false};
+    waiter w = {&c, 20, 0, false, NULL};
     uv_thread_t t;
     assert_int_equal(uv_thread_create(&t, waiting_submit, &w), 0);
     uv_thread_join(&t);
@@ -357,12 +365,15 @@ static void test_rate_wakes_waiting_submitter(void **state)
     ctx c;
     ctx_start(&c, 50, 1);
     assert_rl_ok(rl_dispatch_try_submit(c.d, "k", 1, &c.ids[0], 0));
-    waiter w = {&c, -1, 1, false};
+    uv_async_t wake;
+    assert_int_equal(uv_async_init(&c.loop, &wake, on_wake), 0);
+    waiter w = {&c, -1, 1, false, &wake};
     uv_thread_t t;
     assert_int_equal(uv_thread_create(&t, waiting_submit, &w), 0);
     while (!atomic_load(&w.over) && !c.gave_up)
         uv_run(&c.loop, UV_RUN_ONCE);
     uv_thread_join(&t);
+    uv_close((uv_handle_t *)&wake, NULL);
     assert_false(c.gave_up);
     assert_int_equal(w.rc, 0);
     run_until(&c, &c.ndone, 2);
