@@ -198,7 +198,7 @@ static void on_guard(uv_timer_t *t)
     c->gave_up = true;
 }
 
-static void ctx_start(ctx *c, double rate, uint32_t burst)
+static void ctx_start_capacity(ctx *c, double rate, uint32_t burst, uint32_t lane_capacity)
 {
     memset(c, 0, sizeof *c);
     assert_int_equal(uv_loop_init(&c->loop), 0);
@@ -215,11 +215,18 @@ static void ctx_start(ctx *c, double rate, uint32_t burst)
     o.data = c;
     o.max_rate = rate;
     o.max_burst = burst;
+    if (lane_capacity)
+        o.lane_capacity = lane_capacity;
     assert_rl_ok(rl_dispatch_init(&c->loop, &o, &c->d));
     assert_int_equal(uv_timer_init(&c->loop, &c->guard), 0);
     c->guard.data = c;
     assert_int_equal(uv_timer_start(&c->guard, on_guard, 60000, 0), 0);
     uv_unref((uv_handle_t *)&c->guard);
+}
+
+static void ctx_start(ctx *c, double rate, uint32_t burst)
+{
+    ctx_start_capacity(c, rate, burst, 0);
 }
 
 static void ctx_finish(ctx *c)
@@ -312,6 +319,33 @@ static void test_rate_refuses_with_eagain(void **state)
     ctx_finish(&c);
 }
 
+/* One call of submit_many meeting the three limits in one lane: lane_capacity 4 and 3 tokens
+ * (one in 1,000 s) for 6 items of one key: the first 3 queued, the 4th refused by the rate
+ * limit (its lane had room), the last 2 by the lane; each answered RL_EAGAIN and counted once,
+ * the rate limit's in rate_limited. The lane's mutex is held for the whole group, so no job
+ * starts in between. */
+static void test_rate_and_lane_in_one_call(void **state)
+{
+    (void)state;
+    ctx c;
+    ctx_start_capacity(&c, RL__RATE_MIN, 3, 4);
+    rl_dispatch_item items[6];
+    int status[6];
+    for (int i = 0; i < 6; i++)
+        items[i] = (rl_dispatch_item){"key", 3, &c.ids[i], 0};
+    size_t queued = 0;
+    assert_int_equal(rl_dispatch_submit_many(c.d, items, 6, status, &queued), RL_EAGAIN);
+    assert_int_equal(queued, 3);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(status[i], i < 3 ? 0 : RL_EAGAIN);
+    rl_dispatch_stats s = stats_of(&c);
+    assert_int_equal(s.submitted, 3);
+    assert_int_equal(s.refused, 3);
+    assert_int_equal(s.rate_limited, 1);
+    run_until(&c, &c.ndone, 3);
+    ctx_finish(&c);
+}
+
 /* Burst 5 at 1,000 a second: one submit_many of 12 jobs of one key at one instant takes the 5
  * tokens and no more (the bucket is capped at its burst, and the items are counted under one
  * hold of its lock): 5 queued, 7 answered RL_EAGAIN and counted. on_capacity then comes when
@@ -387,6 +421,7 @@ int main(void)
         cmocka_unit_test(test_bucket_holds_the_rate),
         cmocka_unit_test(test_rate_options_refused),
         cmocka_unit_test(test_rate_refuses_with_eagain),
+        cmocka_unit_test(test_rate_and_lane_in_one_call),
         cmocka_unit_test(test_rate_capacity_when_token_due),
         cmocka_unit_test(test_rate_wakes_waiting_submitter),
     };
