@@ -133,6 +133,7 @@ static void finish(rl_consumer_t *c)
     uv_close((uv_handle_t *)&c->wake, on_handle_closed);
     uv_close((uv_handle_t *)&c->timer, on_handle_closed);
     uv_close((uv_handle_t *)&c->revoke_timer, on_handle_closed);
+    uv_close((uv_handle_t *)&c->rate_timer, on_handle_closed);
 }
 
 static void on_dispatcher_closed(rl_dispatcher_t *d)
@@ -335,6 +336,20 @@ static int check_options(const rl_consumer_options *o)
                                    "the compact statistics; stats_full gives "
                                    "rl_consumer_stats_json's text)",
                                    o->stats_lanes, RL_DISPATCH_STATS_LANES_MAX);
+    if (d->max_rate != 0 || d->max_burst)
+        return rl_error_detail_set(RL_EINVAL,
+                                   d->max_rate != 0 ? "dispatch.max_rate %g: the consumer limits "
+                                                      "its intake itself (it pauses partitions): "
+                                                      "set max_rate and max_burst in the "
+                                                      "consumer's options"
+                                                    : "dispatch.max_burst %g: the consumer limits "
+                                                      "its intake itself (it pauses partitions): "
+                                                      "set max_rate and max_burst in the "
+                                                      "consumer's options",
+                                   d->max_rate != 0 ? d->max_rate : (double)d->max_burst);
+    int rate_rc = rl__rate_check(o->max_rate, o->max_burst, "max_rate", "max_burst", "messages");
+    if (rate_rc)
+        return rate_rc;
     if (o->async_handler && d->workers)
         return rl_error_detail_set(RL_EINVAL,
                                    "dispatch.workers %u with async_handler: workers are for "
@@ -582,6 +597,7 @@ int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_
     c->opts.topic_count = 0;
     c->opts.dispatch.lanes = NULL;
     c->opts.dispatch.lane_count = 0;
+    rl__intake_init(c);
     c->dlq_enabled = !opts->dlq_topic || *opts->dlq_topic;
     c->opts.dlq_topic = NULL;
     if (opts->dlq_topic && *opts->dlq_topic && !(c->opts.dlq_topic = strdup(opts->dlq_topic)))
@@ -630,11 +646,15 @@ int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_
             c->wake.data = c;
             c->timer.data = c;
             c->revoke_timer.data = c;
+            c->rate_timer.data = c;
             c->handles_open = 1;
             if ((uerr = uv_timer_init(loop, &c->timer)) == 0) {
                 c->handles_open = 2;
-                if ((uerr = uv_timer_init(loop, &c->revoke_timer)) == 0)
+                if ((uerr = uv_timer_init(loop, &c->revoke_timer)) == 0) {
                     c->handles_open = 3;
+                    if ((uerr = uv_timer_init(loop, &c->rate_timer)) == 0)
+                        c->handles_open = 4;
+                }
             }
             if (uerr)
                 rc = rl_error_detail_set(RL_ELOOP, "loop: uv_timer_init: %s", uv_strerror(uerr));
@@ -651,6 +671,8 @@ int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_
             uv_close((uv_handle_t *)&c->wake, on_handle_closed);
             if (c->handles_open >= 2)
                 uv_close((uv_handle_t *)&c->timer, on_handle_closed);
+            if (c->handles_open >= 3)
+                uv_close((uv_handle_t *)&c->revoke_timer, on_handle_closed);
         } else {
             uv_mutex_destroy(&c->wake_mu);
             rl__map_free(c);

@@ -10,6 +10,7 @@
 #include "offsets.h"
 #include "ringlane/consumer.h"
 #include "ringlane/error.h"
+#include "token_bucket.h"
 
 #include <stdbool.h>
 #include <uv.h>
@@ -38,6 +39,7 @@ typedef struct rl__part {
     bool assigned;
     bool paused;      /* by us, for backpressure */
     bool window_full; /* the last refusal was the window's: retry when an offset completes */
+    bool rate_held;   /* the last refusal was the rate limit's (intake_rate.c) */
     rl__offsets win;
     int64_t next_offset;      /* the offset after the last message taken, -1 before the first */
     int64_t committed;        /* acknowledged by the group coordinator, -1 before */
@@ -131,6 +133,7 @@ struct rl_consumer {
     uv_async_t wake;  /* librdkafka's queues have something, or a batch was cut short */
     uv_timer_t timer; /* the safety net: polls, commits, dead-letter retries, paused partitions */
     uv_timer_t revoke_timer; /* a deferred revoke: looks again now, or at its deadline */
+    uv_timer_t rate_timer;   /* the rate limit's next token (intake_rate.c) */
     rl__revoke revoke;
     uv_mutex_t wake_mu;
     bool wake_alive; /* under wake_mu: the handle may still be woken */
@@ -175,6 +178,11 @@ struct rl_consumer {
     /* fetch_restart.c */
     uint64_t queued_min_messages; /* librdkafka's queued.min.messages for this consumer */
     bool fetch_stopped;           /* the queue reached it: librdkafka stopped fetching */
+    /* The rate limit (intake_rate.c): on when opts.max_rate is set; the bucket, and the turn
+     * that picks where rl__drain_all_pending starts, so that the tokens go round. */
+    bool rate_on;
+    rl__bucket bucket;
+    uint64_t drain_turn;
 
     rl_consumer_stats stats;
     /* The statistics timer's memory, kept and reused (consumer_stats.c). */
@@ -217,6 +225,13 @@ void rl__abandon(rl_consumer_t *c, rl__part *p);
 void rl__job_done(rl_dispatcher_t *d, rl_dispatch_job *job, int outcome);
 void rl__on_capacity(rl_dispatcher_t *d);
 void rl__cjob_free(rl__cjob *j);
+
+/* intake_rate.c: the rate limit at intake */
+void rl__intake_init(rl_consumer_t *c); /* a full bucket, when opts.max_rate is set */
+/* Takes a token for a message about to be dispatched; false (counted, and the timer set for
+ * the next token) when the bucket is empty: keep the message. Always true without a limit. */
+bool rl__intake_take(rl_consumer_t *c);
+void rl__intake_give_back(rl_consumer_t *c); /* the message was not dispatched after all */
 
 /* rebalance.c */
 void rl__rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,

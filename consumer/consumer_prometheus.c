@@ -54,6 +54,10 @@ static const counter_metric counters[] = {
      "Times librdkafka's fetching was restarted at once after its queue reached "
      "queued.min.messages.",
      STAT(fetch_restarts)},
+    {"ringlane_consumer_rate_limited_total",
+     "Times a message found the rate limit's bucket empty and was kept.", STAT(rate_limited)},
+    {"ringlane_consumer_rate_pauses_total",
+     "Pauses of a partition whose backlog waited for the rate limit.", STAT(rate_pauses)},
 };
 
 /* A partition's gauge; a negative value (unknown) has no sample. */

@@ -103,8 +103,10 @@ static int write_json(const rl_consumer_stats *s, const rl_consumer_partition_st
                  s->dlq_producer_restarts);
     rl__json_put(&o,
                  ",\"skipped\":%" PRIu64 ",\"offset_map_rejected\":%" PRIu64
-                 ",\"fetch_restarts\":%" PRIu64 ",\"partition\":[",
+                 ",\"fetch_restarts\":%" PRIu64,
                  s->skipped, s->offset_map_rejected, s->fetch_restarts);
+    rl__json_put(&o, ",\"rate_limited\":%" PRIu64 ",\"rate_pauses\":%" PRIu64 ",\"partition\":[",
+                 s->rate_limited, s->rate_pauses);
     for (size_t i = 0; i < n; i++) {
         const rl_consumer_partition_stats *e = &ps[i];
         rl__json_put(&o, "%s{\"topic\":", i ? "," : "");

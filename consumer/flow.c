@@ -34,9 +34,21 @@ static int offer(rl_consumer_t *c, rl__part *p, rd_kafka_message_t *m)
         rd_kafka_message_destroy(m);
         return 0;
     }
-    rl__cjob *j = calloc(1, sizeof *j);
-    if (!j)
+    /* The rate limit counts the messages handed to the lanes (not those dead-lettered for
+     * their key): one that finds no token is kept, and handed over when one is due. */
+    bool to_lanes = m->key && m->key_len ? m->key_len <= c->opts.max_key_len
+                                         : c->opts.null_key == RL_CONSUMER_NULL_KEY_PARTITION;
+    if (to_lanes && !rl__intake_take(c)) {
+        p->rate_held = true;
         return RL_EAGAIN;
+    }
+    p->rate_held = false;
+    rl__cjob *j = calloc(1, sizeof *j);
+    if (!j) {
+        if (to_lanes)
+            rl__intake_give_back(c);
+        return RL_EAGAIN;
+    }
     j->c = c;
     j->part = p;
     j->epoch = p->epoch;
@@ -62,6 +74,8 @@ static int offer(rl_consumer_t *c, rl__part *p, rd_kafka_message_t *m)
     }
     if (key) {
         int rc = rl_dispatch_try_submit(c->d, key, key_len, j, p->tag);
+        if (rc != 0)
+            rl__intake_give_back(c);
         if (rc == RL_EBADKEY) {
             c->stats.bad_keys++;
             snprintf(j->reason, sizeof j->reason, "key cannot be hashed by the ring profile");
@@ -118,8 +132,11 @@ void rl__on_message(rl_consumer_t *c, rd_kafka_message_t *m)
         rl__part_seek(c, p, offset);
         return;
     }
-    if (p->pending.len >= c->opts.pending_max)
+    if (p->pending.len >= c->opts.pending_max && !p->paused) {
         rl__part_pause(c, p);
+        if (p->rate_held)
+            c->stats.rate_pauses++; /* its backlog waits for the rate limit */
+    }
 }
 
 void rl__drain_pending(rl_consumer_t *c, rl__part *p)
@@ -139,12 +156,24 @@ void rl__drain_pending(rl_consumer_t *c, rl__part *p)
 
 void rl__drain_all_pending(rl_consumer_t *c)
 {
-    for (uint32_t i = 0; i < c->ntopics; i++) {
-        rl__topic *t = c->topics[i];
-        for (int32_t k = 0; k < t->nparts; k++) {
-            rl__part *p = t->parts[k];
-            if (p && p->assigned && (p->paused || p->pending.len))
-                rl__drain_pending(c, p);
+    /* With a rate limit the first partition drained takes the tokens there are: each call
+     * starts one partition further on (over every partition slot), so the tokens go round and
+     * no partition's backlog waits behind another's. Without one, from the first. */
+    size_t slots = 0;
+    for (uint32_t i = 0; c->rate_on && i < c->ntopics; i++)
+        slots += (size_t)c->topics[i]->nparts;
+    size_t from = slots ? (size_t)(c->drain_turn++ % slots) : 0;
+    for (int pass = 0; pass < 2; pass++) { /* the slots from `from` on, then those before it */
+        size_t at = 0;
+        for (uint32_t i = 0; i < c->ntopics; i++) {
+            rl__topic *t = c->topics[i];
+            for (int32_t k = 0; k < t->nparts; k++, at++) {
+                if ((at >= from) != (pass == 0))
+                    continue;
+                rl__part *p = t->parts[k];
+                if (p && p->assigned && (p->paused || p->pending.len))
+                    rl__drain_pending(c, p);
+            }
         }
     }
 }

@@ -11,13 +11,15 @@
  *   one lane's mu -> space_mu                       (a lane's worker makes room)
  *   timer_mu, space_mu alone otherwise; wait_mu is not held while jobs end (they take it)
  *   route_lock (write) -> ready_mu                  (take_tag pauses job starts)
- * No code holds two lane mutexes at once; nothing is taken while holding space_mu. */
+ *   one lane's mu -> rate_mu                        (a submission takes its token)
+ * No code holds two lane mutexes at once; nothing is taken while holding space_mu or rate_mu. */
 #ifndef RINGLANE_DISPATCH_INTERNAL_H
 #define RINGLANE_DISPATCH_INTERNAL_H
 
 #include "ringlane/dispatcher.h"
 #include "ringlane/error.h"
 #include "ringlane/ring_view.h"
+#include "token_bucket.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -267,10 +269,10 @@ typedef struct rl__stats_scratch {
 } rl__stats_scratch;
 
 /* A timer entry: a lane's retry, or an asynchronous attempt's deadline. */
-enum { RL__TIMER_RETRY = 0, RL__TIMER_DEADLINE = 1, RL__TIMER_PARK = 2 };
+enum { RL__TIMER_RETRY = 0, RL__TIMER_DEADLINE = 1, RL__TIMER_PARK = 2, RL__TIMER_RATE = 3 };
 typedef struct rl__timer_entry {
     uint64_t due_ns;
-    rl__lane *lane; /* RETRY, DEADLINE */
+    rl__lane *lane; /* RETRY, DEADLINE (RATE: the rate limit's next token, no lane) */
     uint64_t id;    /* RETRY: the lane's gen then; DEADLINE: the attempt's ticket */
     int kind;
     rl__park *park; /* PARK: the parked key whose retry is due */
@@ -359,6 +361,16 @@ struct rl_dispatcher {
     rl__lane *held_lanes;
     uint64_t change_looks;
     atomic_bool blocked_global; /* a waiting submitter was refused by max_jobs */
+
+    /* The rate limit (rate_limit.c), when opts.max_rate is set (rate_on): the bucket under
+     * rate_mu; a submission refused by it since on_capacity was last called (refused_rate), or
+     * a waiting submitter refused by it (blocked_rate); the timer entry for the next token is
+     * set (rate_timer_set: one at a time). rate_limited counts the refusals. */
+    bool rate_on;
+    uv_mutex_t rate_mu;
+    rl__bucket bucket;
+    atomic_bool refused_rate, blocked_rate, rate_timer_set;
+    atomic_uint_fast64_t rate_limited;
 
     uv_mutex_t space_mu; /* blocked submitters wait for room here */
     uv_cond_t space_cv;
@@ -557,6 +569,20 @@ void rl__note_refused(rl_dispatcher_t *d, rl__lane *l);
 /* Loop thread, l retired and idle (nothing submits to it any more): takes it off the refused
  * list before it is freed. */
 void rl__forget_refused(rl_dispatcher_t *d, rl__lane *l);
+
+/* rate_limit.c */
+int rl__rate_init(rl_dispatcher_t *d); /* the bucket, full, when opts.max_rate is set */
+void rl__rate_free(rl_dispatcher_t *d);
+/* Any thread, d->rate_on: takes up to `want` tokens (under a lane's mutex or none); how many. */
+size_t rl__rate_take(rl_dispatcher_t *d, size_t want);
+void rl__rate_give_back(rl_dispatcher_t *d, size_t n); /* tokens taken for jobs not queued */
+/* Any thread, no lock held: `count` submissions were refused by the bucket; counts them and
+ * sets the timer entry for the next token when someone waits for it (on_capacity, or a
+ * submitter that waits: `waiting`). */
+void rl__rate_refused(rl_dispatcher_t *d, bool waiting, uint64_t count);
+void rl__rate_arm(rl_dispatcher_t *d);       /* the timer entry for the next token, if none */
+bool rl__rate_has_token(rl_dispatcher_t *d); /* a whole token is in the bucket now */
+void rl__rate_due(rl_dispatcher_t *d);       /* loop thread: the entry fired */
 
 /* lane.c */
 int rl__lane_new(rl_dispatcher_t *d, const char *name, rl__lane **out);

@@ -65,6 +65,9 @@ static void write_totals(rl__json *o, const rl_dispatch_stats *s, size_t busy)
         o, "ringlane_dispatch_refused_total", "counter",
         "Submissions refused for room (RL_EAGAIN, and each wait of a blocking submit).");
     rl__prom_u64(o, "ringlane_dispatch_refused_total", s->refused);
+    rl__prom_family(o, "ringlane_dispatch_rate_limited_total", "counter",
+                    "Submissions refused by the rate limit (max_rate), part of refused_total.");
+    rl__prom_u64(o, "ringlane_dispatch_rate_limited_total", s->rate_limited);
     rl__prom_family(o, "ringlane_dispatch_jobs_ended_total", "counter",
                     "Jobs ended, by outcome: done, dead_lettered, returned (handed back).");
     rl__json_put(o,

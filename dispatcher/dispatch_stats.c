@@ -75,6 +75,7 @@ static void read_totals(rl_dispatcher_t *d, rl_dispatch_stats *out)
     out->submitted = atomic_load(&d->seq);
     out->jobs = atomic_load(&d->jobs);
     out->refused = atomic_load(&d->refused);
+    out->rate_limited = atomic_load(&d->rate_limited);
     out->lane_changes = atomic_load(&d->changes);
     out->last_change_ns = atomic_load(&d->last_change_ns);
     out->max_change_ns = atomic_load(&d->max_change_ns);
@@ -276,6 +277,7 @@ static int json_write(const rl_dispatch_stats *s, const rl_dispatch_lane_stats *
                  ",\"removed_lanes\":{\"lanes\":%" PRIu64 ",\"processed\":%" PRIu64
                  ",\"failed\":%" PRIu64 ",\"retried\":%" PRIu64 ",\"dead_lettered\":%" PRIu64 "}",
                  r->lanes, r->processed, r->failed, r->retried, r->dead_lettered);
+    rl__json_put(&o, ",\"rate_limited\":%" PRIu64, s->rate_limited);
     if (list && strcmp(list, "busy") == 0)
         rl__json_put(&o, ",\"lane_list\":\"busy\",\"lanes_busy\":%zu", busy);
     else if (list)

@@ -166,6 +166,14 @@ void rl__check_capacity(rl_dispatcher_t *d)
             return;
         any = true;
     }
+    /* Refused by the rate limit: a token must be there; else its timer entry calls again. */
+    if (d->rate_on && atomic_load(&d->refused_rate)) {
+        if (!rl__rate_has_token(d)) {
+            rl__rate_arm(d);
+            return;
+        }
+        any = true;
+    }
     /* Only the lanes that refused: each must have room again (a retiring one's keys went
      * elsewhere, so it counts as room). A lane still full goes to the front of the list, so
      * that the next check stops at it first. */
@@ -185,6 +193,7 @@ void rl__check_capacity(rl_dispatcher_t *d)
     if (!any)
         return;
     atomic_store(&d->refused_global, false);
+    atomic_store(&d->refused_rate, false);
     /* Unlinked before its flag goes down: a submitter may push the lane again right after. */
     for (rl__lane *l = d->refused_lanes, *nx; l; l = nx) {
         nx = l->next_refused;
@@ -248,6 +257,7 @@ static void free_dispatcher(rl_dispatcher_t *d)
     free(d->slots);
     rl__timers_free(d);
     rl__stats_timer_free(d);
+    rl__rate_free(d);
     for (rl__job *j; (j = rl__job_spare(d));)
         free(j);
     pthread_rwlock_destroy(&d->route_lock);
@@ -574,7 +584,10 @@ static int check_options(const rl_dispatch_options *o)
     for (size_t i = 0; o->lanes && i < o->lane_count; i++)
         if (!o->lanes[i])
             return rl_error_detail_set(RL_EINVAL, "lanes[%zu] NULL: every lane needs a name", i);
-    return check_stats_options(o);
+    int stats_rc = check_stats_options(o);
+    if (stats_rc)
+        return stats_rc;
+    return rl__rate_check(o->max_rate, o->max_burst, "max_rate", "max_burst", "jobs");
 }
 
 /* The ring's refusal of the lanes and of opts->ring, in the dispatcher's words: the ring's
@@ -638,7 +651,8 @@ static int init_sync(rl_dispatcher_t *d)
         uv_cond_init(&d->space_cv) || uv_mutex_init(&d->wait_mu) || uv_cond_init(&d->wait_cv) ||
         uv_mutex_init(&d->ready_mu) || uv_cond_init(&d->ready_cv))
         return RL_ELOOP; /* not reached on Linux, where these cannot fail */
-    return rl__timers_init(d);
+    int trc = rl__timers_init(d);
+    return trc ? trc : rl__rate_init(d);
 }
 
 /* The worker threads a dispatcher of blocking handlers keeps: its pool, or one per lane (the

@@ -138,7 +138,7 @@ RL__HOT_INLINE static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *d
     job_init(j, data, tag, hash);
 
     int rc = 0;
-    bool global_refusal = false;
+    bool global_refusal = false, rate_refusal = false;
     if (!on_loop)
         pthread_rwlock_rdlock(&d->route_lock);
     if (atomic_load_explicit(&d->closing, memory_order_relaxed)) {
@@ -153,9 +153,14 @@ RL__HOT_INLINE static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *d
             refuse_lane(d, l, waiting, 1);
         } else if (rl__lq_reserve(&l->queue, l->queue.len + l->parked + 1) != 0) {
             rc = RL_ENOMEM; /* room for the job wherever it lands: queue or parked */
+        } else if (d->rate_on && !rl__rate_take(d, 1)) {
+            rc = RL_EAGAIN; /* the rate limit: rl__rate_refused after the unlocks */
+            rate_refusal = true;
         } else if (!take_place(d)) {
             /* Over the memory bound: refuse_global (after the unlocks) makes sure the wake-up
              * this refusal waits for is not missed. */
+            if (d->rate_on)
+                rl__rate_give_back(d, 1);
             rc = RL_EAGAIN;
             global_refusal = true;
         } else {
@@ -170,6 +175,8 @@ RL__HOT_INLINE static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *d
         pthread_rwlock_unlock(&d->route_lock);
     if (global_refusal)
         refuse_global(d, waiting, 1);
+    if (rate_refusal)
+        rl__rate_refused(d, waiting, 1);
     if (rc)
         job_drop(d, on_loop, j);
     return rc;
@@ -255,6 +262,10 @@ static int submit_waiting(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t
 /* Items handled together: each lane's lock is taken once for its items among them. */
 #define BATCH 64
 
+/* An item refused by the rate limit, inside a call: answered RL_EAGAIN, and counted as
+ * rate_limited as well as refused. Not an RL_E* code, and not 1 (an item still waiting). */
+#define RATE_CUT (-100)
+
 /* Takes up to `want` places in max_jobs with one CAS, never past the bound; returns how many. */
 static size_t take_places(rl_dispatcher_t *d, size_t want)
 {
@@ -285,9 +296,11 @@ typedef struct cut_set {
 typedef struct batch {
     rl_dispatcher_t *d;
     bool on_loop;
-    int all_cut;         /* max_jobs refused (RL_EAGAIN): every item not queued yet is refused */
-    cut_set cut;         /* the lanes cut and their answers */
+    int all_cut; /* max_jobs refused (RL_EAGAIN) or the rate limit (RATE_CUT): every item not
+                    queued yet is refused */
+    cut_set cut; /* the lanes cut and their answers */
     bool refused_global; /* refuse_global to call once the locks are let go */
+    bool refused_rate;   /* rl__rate_refused to call once the locks are let go */
     size_t queued;
 } batch;
 
@@ -363,19 +376,27 @@ static void queue_group(batch *b, const rl_dispatch_item *items, size_t from, si
         want += st[i] == 1 && node[i] == n;
     rl__lock(&l->mu);
     size_t held = l->queue.len + l->parked, cap = d->opts.lane_capacity;
+    /* The items in order: [0, got) queued, [got, allowed) refused by max_jobs, [allowed, take)
+     * by the rate limit, [take, want) by the lane (full, or no memory for its queue). */
     size_t take = held >= cap ? 0 : cap - held < want ? cap - held : want;
-    int err = take < want ? RL_EAGAIN : 0;
+    int lane_err = take < want ? RL_EAGAIN : 0;
     if (take && rl__lq_reserve(&l->queue, held + take) != 0) {
         take = 0;
-        err = RL_ENOMEM;
+        lane_err = RL_ENOMEM;
     } else if (take < want) {
         refuse_lane(d, l, false, 0);
     }
-    size_t got = take ? take_places(d, take) : 0;
-    if (got < take) {
+    size_t allowed = take && d->rate_on ? rl__rate_take(d, take) : take;
+    if (allowed < take) {
+        b->all_cut = RATE_CUT; /* the bucket is empty: nothing more is queued in this call */
+        b->refused_rate = true;
+    }
+    size_t got = allowed ? take_places(d, allowed) : 0;
+    if (got < allowed) {
+        if (d->rate_on)
+            rl__rate_give_back(d, allowed - got);
         b->all_cut = RL_EAGAIN; /* max_jobs: nothing more is queued in this call */
         b->refused_global = true;
-        err = RL_EAGAIN;
     }
     uint64_t seq = got ? atomic_fetch_add_explicit(&d->seq, got, memory_order_relaxed) : 0;
     bool to_queue = false;
@@ -383,8 +404,9 @@ static void queue_group(batch *b, const rl_dispatch_item *items, size_t from, si
     for (size_t i = from; i < m; i++) {
         if (st[i] != 1 || node[i] != n)
             continue;
-        if (done == got) {
-            st[i] = err;
+        if (done >= got) {
+            st[i] = done < allowed ? RL_EAGAIN : done < take ? RATE_CUT : lane_err;
+            done++;
             continue;
         }
         rl__job *j = job[i];
@@ -399,8 +421,8 @@ static void queue_group(batch *b, const rl_dispatch_item *items, size_t from, si
         rl__lane_ready(l);
     rl__lane_set_depth(l);
     rl__unlock(&l->mu);
-    if (err)
-        cut_lane(b, n, err);
+    if (lane_err)
+        cut_lane(b, n, lane_err); /* the other refusals cut every lane (all_cut) */
     b->queued += got;
 }
 
@@ -454,7 +476,8 @@ int rl_dispatch_submit_many(rl_dispatcher_t *d, const rl_dispatch_item *items, s
         pthread_rwlock_rdlock(&d->route_lock);
     }
     int first = 0;
-    uint64_t refused = 0; /* items answered RL_EAGAIN: each a refusal for room */
+    uint64_t refused = 0;      /* items answered RL_EAGAIN: each a refusal for room */
+    uint64_t rate_limited = 0; /* of them, those the rate limit refused */
     if (atomic_load(&d->closing))
         b.all_cut = RL_ECLOSED;
     else if (d->route.n == 0)
@@ -464,6 +487,9 @@ int rl_dispatch_submit_many(rl_dispatcher_t *d, const rl_dispatch_item *items, s
         int st[BATCH];
         submit_chunk(&b, items + at, m, st);
         for (size_t i = 0; i < m; i++) {
+            rate_limited += st[i] == RATE_CUT;
+            if (st[i] == RATE_CUT)
+                st[i] = RL_EAGAIN;
             if (status)
                 status[at + i] = st[i];
             if (!first)
@@ -478,7 +504,9 @@ int rl_dispatch_submit_many(rl_dispatcher_t *d, const rl_dispatch_item *items, s
     if (b.refused_global)
         refuse_global(d, false, 0);
     if (refused)
-        atomic_fetch_add_explicit(&d->refused, refused, memory_order_relaxed);
+        atomic_fetch_add_explicit(&d->refused, refused - rate_limited, memory_order_relaxed);
+    if (b.refused_rate)
+        rl__rate_refused(d, false, rate_limited); /* counts them in refused too */
     if (!b.on_loop)
         rl__leave(d);
     if (queued)

@@ -81,6 +81,10 @@ static void fire(rl_dispatcher_t *d, rl__timer_entry e)
         rl__park_due(d, e.park);
         return;
     }
+    if (e.kind == RL__TIMER_RATE) {
+        rl__rate_due(d);
+        return;
+    }
     rl__lane *l = e.lane;
     rl__lock(&l->mu);
     l->timer_refs--;

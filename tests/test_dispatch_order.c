@@ -109,6 +109,7 @@ typedef struct world {
     int changes, adds, removes, empty_rounds, busy_refusals;
     bool shrinking;
     uint64_t max_change_ns;
+    uint64_t rate_limited; /* the dispatcher's count at the close */
     bool closing;
     int closed;
     job_rec *barrier;
@@ -140,6 +141,9 @@ typedef struct world {
 static long soak_seconds; /* 0: the test runs; else the soak's length */
 static int base_lanes;    /* --base-lanes N: N lanes "base-<i>" instead of the churn lanes */
 static int point_lanes;   /* --point-lanes M: M of them instead for the point profiles */
+/* test_order_with_rate_limit: the dispatcher's max_rate and max_burst (0: no limit). */
+static double rate_limit;
+static uint32_t rate_burst;
 static const char *soak_profile = "jump";
 static int soak_mode; /* --mode dedicated|pool|async|loopfed */
 
@@ -726,6 +730,7 @@ static void start_close(world *w)
     rl_dispatch_stats s;
     assert_rl_ok(rl_dispatch_stats_get(w->d, &s, NULL, 0, NULL));
     w->max_change_ns = s.max_change_ns;
+    w->rate_limited = s.rate_limited;
     assert_int_equal(s.lane_changes, (uint64_t)w->changes);
     w->closing = true;
     assert_rl_ok(rl_dispatch_close(w->d, w->close_mode, on_closed));
@@ -843,6 +848,8 @@ static result run(const char *profile, int changes, uint64_t jobs, int close_mod
     o.max_attempts = MAX_ATTEMPTS;
     o.backoff_ms = 0;
     o.backoff_max_ms = 1;
+    o.max_rate = rate_limit;
+    o.max_burst = rate_burst;
     assert_rl_ok(rl_dispatch_init(&w->loop, &o, &w->d));
 
     submitter subs[SUBMITTERS];
@@ -917,6 +924,11 @@ static result run(const char *profile, int changes, uint64_t jobs, int close_mod
     assert_true(total >= jobs);
     assert_true(w->changes >= changes);
     assert_true(atomic_load(&w->failures) > 0);
+    if (rate_limit > 0) {
+        print_message("  rate limit %.0f/s, burst %u: %llu submissions refused by it\n", rate_limit,
+                      rate_burst, (unsigned long long)w->rate_limited);
+        assert_true(w->rate_limited > 0); /* the limit was met, not only set */
+    }
     result res = {total, w->changes};
     uv_mutex_destroy(&w->msg_mu);
     rl_ring_free(w->shadow);
@@ -981,6 +993,23 @@ static void test_order_every_profile(void **state)
     assert_true(all_changes >= (long_run ? changes : 0));
 }
 
+/* The same checks with a rate limit (20,000 jobs a second, burst 32), in every way jobs run:
+ * submitters refused by it (try_submit and submit_many spin on RL_EAGAIN, blocking submits wait
+ * for the token's timer) while lanes change, tags are taken and a close comes. */
+static void test_order_with_rate_limit(void **state)
+{
+    (void)state;
+    if (soak_seconds > 0)
+        return;
+    rate_limit = 20000;
+    rate_burst = 32;
+    for (int mode = 0; mode < MODES; mode++)
+        run("memento", 30, SLOW_BUILD ? 1500 : 4000,
+            mode % 2 ? RL_DISPATCH_STOP : RL_DISPATCH_DRAIN, mode);
+    rate_limit = 0;
+    rate_burst = 0;
+}
+
 int main(int argc, char **argv)
 {
     long_run = argc > 1 && strcmp(argv[1], "--long") == 0;
@@ -1001,6 +1030,7 @@ int main(int argc, char **argv)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_order_every_profile),
+        cmocka_unit_test(test_order_with_rate_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

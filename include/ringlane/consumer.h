@@ -22,13 +22,13 @@
  * asynchronous consumer are not threads, so there can be many (RL_CONSUMER_ASYNC_LANES by
  * default): the messages in flight at once are at most the lanes, one per lane.
  *
- * Backpressure: when the dispatcher refuses a message (its lane is full) or the partition's
- * window of offsets in flight is full, the message is kept, and so is every later message of
- * its partition, in order; when pending_max are kept the partition is paused. When the lanes
- * have room again the kept messages are submitted first, and the partition resumes once half
- * of them are gone. librdkafka drops the messages it had fetched for a paused partition and
- * fetches them again on resume, from the offset after the last one polled, so nothing is lost,
- * reordered or taken twice.
+ * Backpressure: when the dispatcher refuses a message (its lane is full), the partition's
+ * window of offsets in flight is full, or the rate limit has no token (max_rate), the message is
+ * kept, and so is every later message of its partition, in order; when pending_max are kept the
+ * partition is paused. When the lanes have room again the kept messages are submitted first, and
+ * the partition resumes once half of them are gone. librdkafka drops the messages it had fetched
+ * for a paused partition and fetches them again on resume, from the offset after the last one
+ * polled, so nothing is lost, reordered or taken twice.
  *
  * Rebalance (eager and cooperative alike): for a revoked partition the queued messages are taken
  * back from the lanes (not processed here: the next owner reads them again), the ones in flight
@@ -202,6 +202,21 @@ typedef struct rl_consumer_options {
      * cooperative-sticky on librdkafka before 2.3.0 only (see rl_consumer_close); then the
      * close goes on. Not 0. */
     uint32_t first_assignment_timeout_ms;
+    /* The rate limit: messages handed to the handler per second, counted as they go to the
+     * lanes (a retry takes nothing; a message dead-lettered for its key, or skipped by the
+     * offset map, takes nothing), by a token bucket of max_burst tokens that starts full and
+     * gains max_rate a second. Enforced at intake: a message that finds the bucket empty is
+     * kept, in order, with what its partition polls behind it, and the partition is paused once
+     * pending_max are kept (the pause of the backpressure above: one mechanism, one state) and
+     * resumed once half of them are gone; a timer set to when the next token is due hands the
+     * kept messages over, one partition after another in turn. Nothing sleeps and no handler
+     * blocks. Order, commits and rebalances are unchanged (kept messages are never committed
+     * past; a revoke drops them for the next owner). 0 = no limit (0); else 0.001..1e9, with
+     * max_burst 1..4294967295 (at least max_rate x 0.002 to reach the rate: the loop's timers
+     * have a resolution of 1 ms). Over any T seconds at most max_burst + max_rate x T messages
+     * go to the lanes. dispatch.max_rate must stay 0: the consumer's limit is this one. */
+    double max_rate;
+    uint32_t max_burst; /* the most tokens the bucket holds: messages handed over at once (0) */
     rl_consumer_rebalance_cb on_rebalance;     /* NULL: none */
     rl_consumer_dead_letter_cb on_dead_letter; /* NULL: none */
     rl_consumer_error_cb on_error;             /* NULL: none */
@@ -232,7 +247,9 @@ RL_EXTERN void rl_consumer_options_init(rl_consumer_options *opts);
  * subscribed to the topics, and the dead-letter producer. Errors: RL_EINVAL (NULL argument, no
  * conf or topics; dlq_conf the same as conf; not exactly one of handler and async_handler; no
  * lanes with a blocking handler; a dispatch callback set; dispatch.workers with async_handler,
- * dispatch.job_timeout_ms with handler; a zero limit: max_key_len, window, pending_max,
+ * dispatch.job_timeout_ms with handler; max_rate NaN, infinite, negative or outside
+ * 0.001..1e9, max_burst 0 with max_rate set or set without it, dispatch.max_rate or
+ * dispatch.max_burst set; a zero limit: max_key_len, window, pending_max,
  * poll_batch, revoke_timeout_ms, commit_interval_ms, dlq_retry_ms, first_assignment_timeout_ms;
  * no group.id; stats_interval_ms negative, over RL_DISPATCH_STATS_INTERVAL_MAX_MS or set without
  * on_stats; stats_lanes over RL_DISPATCH_STATS_LANES_MAX; dispatch.on_stats or
@@ -341,6 +358,10 @@ typedef struct rl_consumer_stats {
                                      fetching, and the consumer restarted it once the queue was
                                      empty (it would wait for its broker thread's next pass, up to
                                      a second) */
+    uint64_t rate_limited; /* times a message found the rate limit's bucket empty and was kept
+                              (a kept message counts again at each later try that finds none) */
+    uint64_t rate_pauses;  /* of pauses, those of a partition whose backlog waited for the rate
+                              limit */
 } rl_consumer_stats;
 
 /* Fills *out and up to cap partition entries (assigned partitions); *n (may be NULL) gets how

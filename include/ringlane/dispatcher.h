@@ -136,7 +136,8 @@ typedef void (*rl_dispatch_async_fn)(rl_dispatcher_t *d, rl_dispatch_job *job);
 typedef void (*rl_dispatch_done_cb)(rl_dispatcher_t *d, rl_dispatch_job *job, int outcome);
 /* On the loop thread, after a submission was refused with RL_EAGAIN, once the lanes that were
  * full are at most half full again (and the dispatcher at most half its max_jobs, if that was
- * the limit). It may fire more than needed; a submission can still be refused afterwards. */
+ * the limit; and a token is in the rate limit's bucket, if that was). It may fire more than
+ * needed; a submission can still be refused afterwards. */
 typedef void (*rl_dispatch_capacity_cb)(rl_dispatcher_t *d);
 /* On the loop thread, when close has finished; the dispatcher is freed when it returns. */
 typedef void (*rl_dispatch_close_cb)(rl_dispatcher_t *d);
@@ -189,6 +190,18 @@ typedef struct rl_dispatch_options {
     uint32_t stats_lanes;          /* lanes the compact text lists, 0..RL_DISPATCH_STATS_LANES_MAX
                                       (RL_DISPATCH_STATS_LANES) */
     int stats_full;                /* 1: every lane, not the compact text (0) */
+    /* The rate limit: jobs accepted per second, counted at submission (a retry takes nothing),
+     * by a token bucket of max_burst tokens that starts full and gains max_rate a second. A
+     * submission that finds it empty is refused with RL_EAGAIN, as a full lane refuses
+     * (rl_dispatch_submit waits for a token up to its timeout), and on_capacity is called
+     * when the next token is due: a timer on the loop, set by the refusal; nothing sleeps and
+     * nothing polls. 0 = no limit (0); else 0.001..1e9, with max_burst 1..4294967295. Over any
+     * T seconds at most max_burst + max_rate x T jobs are accepted. The loop's timers have a
+     * resolution of 1 ms: a producer that waits for on_capacity reaches max_rate when
+     * max_burst holds at least 2 ms of it (max_rate x 0.002). Costs one mutex per submission
+     * (every 64 items for rl_dispatch_submit_many) while set, nothing otherwise. */
+    double max_rate;
+    uint32_t max_burst; /* the most tokens the bucket holds: the jobs accepted at once (0) */
 } rl_dispatch_options;
 
 /* Fills opts with the defaults in parentheses above and everything else NULL / 0. */
@@ -200,12 +213,14 @@ RL_EXTERN void rl_dispatch_options_init(rl_dispatch_options *opts);
  * lane_count 0 (lanes NULL too: no lanes), a NULL name in lanes, a zero lane_capacity, max_jobs
  * or max_attempts, backoff_max_ms < backoff_ms, workers or job_timeout_ms with the other kind of
  * handler, stats_interval_ms negative or over RL_DISPATCH_STATS_INTERVAL_MAX_MS, or set
- * without on_stats, stats_lanes over RL_DISPATCH_STATS_LANES_MAX), RL_ERANGE (over
- * RL_DISPATCH_LANES_MAX lanes; over RL_DISPATCH_THREADS_MAX workers, or lanes with workers = 0),
- * RL_ENAME, RL_EDUPNAME, RL_EPROFILE, RL_EVNODES, RL_ENOTSUP, RL_ETOOBIG and any other error
- * rl_ring_build gives for the lane names and opts->ring, RL_ENOMEM (also a worker thread that could
- * not be started), RL_ELOOP (libuv failed). A refusal leaves *out NULL and nothing allocated, and
- * says why in rl_last_error_detail(): the option as written in C, the value, the reason, e.g.
+ * without on_stats, stats_lanes over RL_DISPATCH_STATS_LANES_MAX; max_rate NaN, infinite,
+ * negative or outside 0.001..1e9, max_burst 0 with max_rate set or set without it), RL_ERANGE
+ * (over RL_DISPATCH_LANES_MAX lanes; over RL_DISPATCH_THREADS_MAX workers, or lanes with
+ * workers = 0), RL_ENAME, RL_EDUPNAME, RL_EPROFILE, RL_EVNODES, RL_ENOTSUP, RL_ETOOBIG and any
+ * other error rl_ring_build gives for the lane names and opts->ring, RL_ENOMEM (also a worker
+ * thread that could not be started), RL_ELOOP (libuv failed). A refusal leaves *out NULL and
+ * nothing allocated, and says why in rl_last_error_detail(): the option as written in C, the
+ * value, the reason, e.g.
  * "lane_capacity 0: a lane must hold at least one job (1..4294967295)"; the ring's refusals
  * come as "lanes[3] ..." or "ring->vnodes ...". */
 RL_EXTERN int rl_dispatch_init(struct uv_loop_s *loop, const rl_dispatch_options *opts,
@@ -217,9 +232,9 @@ RL_EXTERN void *rl_dispatch_get_data(const rl_dispatcher_t *d);
 /* Queues a job for `key` (key_len bytes; NULL with key_len 0 is the empty key, a key like any
  * other) without waiting. RL_EAGAIN: the key's lane holds lane_capacity jobs (queued or parked:
  * the backlog of a key parked for a retry takes its lane's room, as queued jobs do),
- * or the dispatcher holds max_jobs (see on_capacity). RL_ECLOSED after close; RL_ESTATE when
- * there is no lane; RL_EBADKEY if the ring's profile cannot hash the key; RL_EINVAL; RL_ENOMEM.
- * Never blocks on capacity; it only takes short locks. */
+ * or the dispatcher holds max_jobs, or the rate limit's bucket is empty (see on_capacity).
+ * RL_ECLOSED after close; RL_ESTATE when there is no lane; RL_EBADKEY if the ring's profile cannot
+ * hash the key; RL_EINVAL; RL_ENOMEM. Never blocks on capacity; it only takes short locks. */
 RL_EXTERN int rl_dispatch_try_submit(rl_dispatcher_t *d, const void *key, size_t key_len,
                                      void *data, int64_t tag);
 
@@ -359,6 +374,7 @@ typedef struct rl_dispatch_stats {
     uint64_t submitted; /* accepted */
     uint64_t refused;   /* refusals for room: RL_EAGAIN answers, and each attempt a blocking
                            submit made before it got in or gave up */
+    uint64_t rate_limited; /* of those, the refusals by the rate limit (max_rate) */
     uint64_t done, dead_lettered, returned; /* on_done calls by outcome */
     uint64_t lane_changes;                  /* successful add_lane / remove_lane */
     uint64_t last_change_ns; /* how long the last change held submissions and moved keys */
