@@ -17,6 +17,7 @@ void rl_kafka_partitioner_options_init(rl_kafka_partitioner_options *opts)
     opts->null_key = RL_KAFKA_NULL_KEY_RANDOM;
     opts->null_key_partition = 0;
     opts->skip_unavailable = 0;
+    opts->partitions_used = 0;
 }
 
 /* Why profile `info` cannot take these options, into why (0 when it can): vnodes the profile
@@ -69,6 +70,11 @@ int rl__kafka_options_explain(const rl_kafka_partitioner_options *opts,
         (o.null_key_partition < 0 || o.null_key_partition > RL_KAFKA_PARTITION_MAX)) {
         snprintf(why, size, "null-key partition %ld is outside 0..%d", (long)o.null_key_partition,
                  RL_KAFKA_PARTITION_MAX);
+        return RL_ERANGE;
+    }
+    if (o.partitions_used < 0) {
+        snprintf(why, size, "partitions used %ld is negative (0: every partition)",
+                 (long)o.partitions_used);
         return RL_ERANGE;
     }
     o.skip_unavailable = o.skip_unavailable != 0;
@@ -224,9 +230,24 @@ int rl_kafka_partitioner_option_set(rl_kafka_partitioner_options *opts, const ch
         say(errstr, errstr_size, "%s: expected true or false, got \"%s\"", name, value);
         return RL_ERANGE;
     }
+    if (strcmp(key, "partitions.used") == 0) {
+        if (!value) {
+            opts->partitions_used = 0;
+            return 0;
+        }
+        if (parse_uint(value, 0, RL_KAFKA_PARTITION_MAX, &v) != 0) {
+            say(errstr, errstr_size,
+                "%s: expected 0 (every partition) or a partition count 1..%d, got \"%s\"", name,
+                RL_KAFKA_PARTITION_MAX, value);
+            return RL_ERANGE;
+        }
+        opts->partitions_used = (int32_t)v;
+        return 0;
+    }
     say(errstr, errstr_size,
         "%s: unknown ringlane property (known: ringlane.profile, ringlane.vnodes, "
-        "ringlane.null.key, ringlane.skip.unavailable, ringlane.topics)",
+        "ringlane.null.key, ringlane.skip.unavailable, ringlane.partitions.used, "
+        "ringlane.topics)",
         name);
     return RL_EINVAL;
 }

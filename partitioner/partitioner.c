@@ -38,6 +38,11 @@ static int options_refusal(int rc, const rl_kafka_partitioner_options *o, const 
                                    (int)o->null_key, RL_KAFKA_NULL_KEY_RANDOM,
                                    RL_KAFKA_NULL_KEY_FIXED);
     case RL_ERANGE:
+        if (o->partitions_used < 0)
+            return rl_error_detail_set(rc,
+                                       "partitions_used %ld: negative (0: every partition, else "
+                                       "1..%d)",
+                                       (long)o->partitions_used, RL_KAFKA_PARTITION_MAX);
         return rl_error_detail_set(rc,
                                    "null_key_partition %ld: outside 0..%d with "
                                    "RL_KAFKA_NULL_KEY_FIXED",
@@ -282,6 +287,8 @@ static int32_t choose(rl_kafka_partitioner_t *p, const rd_kafka_topic_t *rkt, co
 {
     if (p->refused)
         return partition_cnt; /* out of range: librdkafka refuses the message */
+    if (p->opts.partitions_used > 0 && p->opts.partitions_used < partition_cnt)
+        partition_cnt = p->opts.partitions_used; /* the ring over the first ones only */
     if (!key || keylen == 0)
         return null_key_partition(p, rkt, partition_cnt);
     /* The first use of a partition count builds its ring (once, whoever comes first). */

@@ -421,11 +421,50 @@ static void growth_moves_keys_to_new_partitions_only(void **state)
     }
 }
 
+/* partitions_used U on a topic of N partitions: the ring over min(U, N) of them, so a topic
+ * created with 12 partitions whose producers use 8 routes every key as a topic of 8 does (keys
+ * without a ring answer too: the null-key policy stays within the first U), then switched to
+ * 12, as a topic grown from 8 to 12. A negative count is refused. */
+static void partitions_used_routes_over_the_first(void **state)
+{
+    (void)state;
+    rl_kafka_partitioner_options o;
+    rl_kafka_partitioner_options_init(&o);
+    o.partitions_used = 8;
+    rl_kafka_partitioner_t *used, *all;
+    assert_rl_ok(rl_kafka_partitioner_new(&o, &used));
+    assert_rl_ok(rl_kafka_partitioner_new(NULL, &all));
+    char key[64];
+    uint64_t beyond = 0;
+    for (uint64_t i = 0; i < 50000; i++) {
+        size_t len = test_key(i, key, sizeof key);
+        int32_t a = rl_kafka_partitioner_cb(NULL, key, len, 12, used, NULL);
+        assert_int_equal(a, rl_kafka_partitioner_cb(NULL, key, len, 8, all, NULL));
+        /* Fewer partitions than U: all of them. */
+        assert_int_equal(rl_kafka_partitioner_cb(NULL, key, len, 5, used, NULL),
+                         rl_kafka_partitioner_cb(NULL, key, len, 5, all, NULL));
+        beyond += rl_kafka_partitioner_cb(NULL, key, len, 12, all, NULL) >= 8;
+    }
+    assert_true(beyond > 0); /* without it, 12 partitions do get keys past 8 */
+    for (int i = 0; i < 200; i++) {
+        int32_t n = rl_kafka_partitioner_cb(NULL, NULL, 0, 12, used, NULL);
+        assert_true(n >= 0 && n < 8);
+    }
+    rl_kafka_partitioner_destroy(used);
+    rl_kafka_partitioner_destroy(all);
+    o.partitions_used = -3;
+    rl_kafka_partitioner_t *p = NULL;
+    assert_int_equal(rl_kafka_partitioner_new(&o, &p), RL_ERANGE);
+    assert_null(p);
+    assert_non_null(strstr(rl_last_error_detail(), "partitions_used -3: negative"));
+}
+
 /* Every bad option is refused with a message naming the property and what it accepts. */
 static void option_errors(void **state)
 {
     (void)state;
     rl_kafka_partitioner_options o;
+    memset(&o, 0, sizeof o); /* padding too: the struct is compared byte for byte */
     rl_kafka_partitioner_options_init(&o);
     char err[512];
     const struct {
@@ -448,11 +487,16 @@ static void option_errors(void **state)
         {"ringlane.null.key", "2147483647", RL_ERANGE, "0..2147483646"},
         {"ringlane.skip.unavailable", "yes", RL_ERANGE,
          "ringlane.skip.unavailable: expected true or false, got \"yes\""},
+        {"ringlane.partitions.used", "-1", RL_ERANGE,
+         "ringlane.partitions.used: expected 0 (every partition) or a partition count "
+         "1..2147483646, got \"-1\""},
+        {"ringlane.partitions.used", "8x", RL_ERANGE, "got \"8x\""},
         {"ringlane.vnode", "3", RL_EINVAL, "ringlane.vnode: unknown ringlane property"},
         {"vnodes", "0", RL_ERANGE, "vnodes: expected an integer 1..8388608"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        rl_kafka_partitioner_options before = o;
+        rl_kafka_partitioner_options before;
+        memcpy(&before, &o, sizeof o);
         err[0] = 0;
         assert_int_equal(
             rl_kafka_partitioner_option_set(&o, bad[i].name, bad[i].value, err, sizeof err),
@@ -484,11 +528,14 @@ static void option_errors(void **state)
     assert_rl_ok(rl_kafka_partitioner_option_set(&o, "skip.unavailable", "0", err, sizeof err));
     assert_int_equal(o.skip_unavailable, 0);
     /* NULL restores each default, and so does "" (librdkafka hands the plugin "" as NULL). */
-    const char *names[] = {"profile", "vnodes", "null.key", "skip.unavailable"};
-    for (size_t i = 0; i < 4; i++)
+    assert_rl_ok(rl_kafka_partitioner_option_set(&o, "partitions.used", "8", err, sizeof err));
+    assert_int_equal(o.partitions_used, 8);
+    const char *names[] = {"profile", "vnodes", "null.key", "skip.unavailable", "partitions.used"};
+    for (size_t i = 0; i < 5; i++)
         assert_rl_ok(
             rl_kafka_partitioner_option_set(&o, names[i], i % 2 ? NULL : "", err, sizeof err));
     rl_kafka_partitioner_options d;
+    memset(&d, 0, sizeof d);
     rl_kafka_partitioner_options_init(&d);
     assert_memory_equal(&d, &o, sizeof o);
 
@@ -580,7 +627,8 @@ static void option_combinations(void **state)
                 int at = reverse ? 2 - k : k;
                 if (!values[at])
                     continue;
-                rl_kafka_partitioner_options before = o;
+                rl_kafka_partitioner_options before;
+                memcpy(&before, &o, sizeof o);
                 err[0] = 0;
                 rc = rl_kafka_partitioner_option_set(&o, names[at], values[at], err, sizeof err);
                 set++;
@@ -775,6 +823,7 @@ int main(void)
         cmocka_unit_test(always_in_range),
         cmocka_unit_test(null_key_policy),
         cmocka_unit_test(growth_moves_keys_to_new_partitions_only),
+        cmocka_unit_test(partitions_used_routes_over_the_first),
         cmocka_unit_test(option_errors),
         cmocka_unit_test(option_combinations),
         cmocka_unit_test(one_rule_for_profile_and_vnodes),

@@ -64,6 +64,12 @@ typedef struct rl_kafka_partitioner_options {
                                    default). Until then its keys wait for it, as with skip off:
                                    librdkafka reports every partition unavailable for a moment
                                    after a client learns a topic, and during leader changes */
+    int32_t partitions_used;    /* 0: every partition of the topic (the default); else the ring
+                                   uses partitions 0..partitions_used-1 only, while the topic has
+                                   at least that many (with fewer, it uses them all). For
+                                   partitions created ahead of use, and to switch producers to a
+                                   grown topic when the operator says so (docs/partitioner.md:
+                                   growing a topic). 0..RL_KAFKA_PARTITION_MAX */
 } rl_kafka_partitioner_options;
 
 /* Counters since the partitioner was made (each read atomically; together not a snapshot). */
@@ -88,6 +94,7 @@ RL_EXTERN void rl_kafka_partitioner_options_init(rl_kafka_partitioner_options *o
  *   vnodes             1..RL_KAFKA_VNODES_MAX; with a profile set, the profile's range
  *   null.key           "random" or a partition number 0..RL_KAFKA_PARTITION_MAX
  *   skip.unavailable   "true" or "false" (also "1", "0")
+ *   partitions.used    0 (every partition) or 1..RL_KAFKA_PARTITION_MAX
  * value NULL or "" restores the default (librdkafka passes an empty value as NULL). Values
  * that do not go together are refused by whichever property completes the pair: a profile
  * whose vnodes range excludes the vnodes set (maglev: not a prime; ketama: below 5; jump and
