@@ -132,7 +132,8 @@ static inline void assert_prometheus_lines(const char *text)
     assert_true(len > 0 && text[len - 1] == '\n');
     for (const char *line = text, *nl; *line; line = nl + 1) {
         nl = strchr(line, '\n');
-        size_t n = strcspn(line + 7, " \n");
+        /* A family name's length (a sample line may be shorter than 7 or long, with labels). */
+        size_t n = line[0] == '#' ? strcspn(line + 7, " \n") : 0;
         assert_true(n < sizeof family);
         if (strncmp(line, "# HELP ", 7) == 0) {
             assert_string_equal(help, ""); /* the previous HELP had its TYPE */
