@@ -12,7 +12,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 /* An asynchronous dispatcher whose jobs stay in flight (tickets kept) until the test ends
  * them: every job submitted is held. */
@@ -117,24 +116,6 @@ static size_t count_of(const char *text, const char *what)
     for (const char *p = text; (p = strstr(p, what)); p += strlen(what))
         n++;
     return n;
-}
-
-/* The Prometheus text passes tests/check_prometheus.py (the strict parser of the metrics
- * example's test) and the shape check of test_util.h. */
-static void assert_prometheus_strict(const char *text)
-{
-    assert_prometheus_lines(text);
-    char path[] = "/tmp/ringlane-hot-keys-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    size_t len = strlen(text);
-    assert_int_equal(write(fd, text, len), (ssize_t)len);
-    close(fd);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "python3 %s %s", RL_CHECK_PROMETHEUS, path);
-    int rc = system(cmd);
-    unlink(path);
-    assert_int_equal(rc, 0);
 }
 
 /* --- a hot key among light ones --- */
