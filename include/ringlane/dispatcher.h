@@ -200,9 +200,10 @@ typedef struct rl_dispatch_options {
                                       (RL_DISPATCH_STATS_LANES) */
     int stats_full;                /* 1: every lane, not the compact text (0) */
     /* The hot-key sketch: how many keys it follows (0 = off; 1..RL_DISPATCH_HOT_KEYS_MAX).
-     * Fixed memory, made at init: 96 bytes per entry and 8 per index place (two per entry),
-     * 6.1 KB + 1 KB at 64. Every submission and every job's end counts its key under one
-     * short lock of the sketch (see rl_dispatch_hot_keys). (RL_DISPATCH_HOT_KEYS) */
+     * Fixed memory, made at init: 88 bytes per entry, 4 for its place on the free list and 8
+     * for its two index places: 6.4 KB at 64, 400 KB at RL_DISPATCH_HOT_KEYS_MAX. Every
+     * submission and every batch of ends counts its keys under one short lock of the sketch
+     * (see rl_dispatch_hot_keys). (RL_DISPATCH_HOT_KEYS) */
     uint32_t hot_keys;
 } rl_dispatch_options;
 
