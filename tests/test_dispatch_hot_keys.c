@@ -335,6 +335,35 @@ static void test_keys_shown_safely(void **state)
     world_end(w);
 }
 
+/* The compact text's stated bound (dispatcher.h) with its worst keys: 8 hot keys of 100 bytes
+ * whose first 64 are '"' (each escaped to two characters), on 16 lanes named "lane-<n>":
+ * 1,000 + 16 x (330 + 12) + 8 x (225 + 12) bytes. */
+static void test_compact_bound_worst_keys(void **state)
+{
+    (void)state;
+    world *w = world_new(16, 64, 0);
+    for (int k = 0; k < 10; k++) {
+        char key[100];
+        memset(key, '"', sizeof key);
+        key[99] = (char)('a' + k);
+        for (int i = 0; i <= k; i++)
+            assert_rl_ok(rl_dispatch_try_submit(w->d, key, sizeof key, NULL, 0));
+    }
+    char *json = malloc(65536);
+    assert_non_null(json);
+    size_t len = 0;
+    assert_rl_ok(rl_dispatch_stats_json_bounded(w->d, RL_DISPATCH_STATS_LANES, json, 65536, &len));
+    assert_int_equal(count_of(json, "\"key_encoding\":\"text\",\"key_len\":100,"),
+                     RL_DISPATCH_STATS_HOT_KEYS);
+    size_t bound =
+        1000 + RL_DISPATCH_STATS_LANES * (330 + 12) + RL_DISPATCH_STATS_HOT_KEYS * (225 + 12);
+    printf("# compact text with 8 worst hot keys: %zu bytes (bound %zu)\n", len, bound);
+    assert_true(len <= bound);
+    free(json);
+    world_drain(w, 55);
+    world_end(w);
+}
+
 /* --- the option --- */
 
 static int noop_handler(rl_dispatcher_t *d, rl_dispatch_job *job)
@@ -391,6 +420,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_hot_key_named_first),
         cmocka_unit_test(test_bound_100000_keys),
         cmocka_unit_test(test_keys_shown_safely),
+        cmocka_unit_test(test_compact_bound_worst_keys),
         cmocka_unit_test(test_option),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
