@@ -12,6 +12,7 @@
 #include "ringlane/error.h"
 #include "token_bucket.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <uv.h>
 
@@ -49,7 +50,11 @@ typedef struct rl__part {
     uint32_t live;            /* jobs of this epoch in the dispatcher (queued or in flight) */
     bool revoking;            /* asynchronous consumers: a deferred revoke is waiting for it */
     struct rl__cjob *started; /* asynchronous jobs of this epoch started and not ended */
-    char null_key[48];        /* the key keyless messages are dispatched under */
+    /* The jobs taken in epoch held_epoch and not freed, oldest first (flow.c, HOLDERS): the
+     * first is the message at the oldest unfinished offset, the watermark's holder. */
+    struct rl__cjob *held_first, *held_last;
+    uint32_t held_epoch;
+    char null_key[48]; /* the key keyless messages are dispatched under */
     size_t null_key_len;
     /* The offset map (partition_map.c). */
     rl__offset_map prior; /* the map its assignment read, while messages it covers may come */
@@ -88,6 +93,14 @@ typedef struct rl__cjob {
     bool in_started;                /* linked in part->started */
     bool abandoned;                 /* ended by a revoke or loss: its result counts for nothing */
     struct rl__cjob *sprev, *snext; /* in part->started */
+    /* The watermark's holder (flow.c, HOLDERS): the jobs of a partition not freed yet, in
+     * offset order; when it was taken, and its handler calls. A blocking handler's worker
+     * writes failures and running; the loop reads them. */
+    bool held;                      /* linked in its partition's list */
+    struct rl__cjob *hprev, *hnext; /* in part->held_first .. held_last (of its epoch) */
+    uint64_t taken_ms;              /* the loop's time when the consumer took it */
+    atomic_uint failures; /* handler calls that failed (asynchronous: before the last start) */
+    atomic_bool running;  /* a blocking handler is in its call now */
 } rl__cjob;
 
 /* This consumer's JoinGroup and SyncGroup requests in flight (group_watch.c), written by
@@ -225,6 +238,8 @@ void rl__abandon(rl_consumer_t *c, rl__part *p);
 void rl__job_done(rl_dispatcher_t *d, rl_dispatch_job *job, int outcome);
 void rl__on_capacity(rl_dispatcher_t *d);
 void rl__cjob_free(rl__cjob *j);
+/* The job holding p's watermark (its oldest unfinished offset), or NULL when none is known. */
+const rl__cjob *rl__holder(const rl__part *p);
 
 /* intake_rate.c: the rate limit at intake */
 void rl__intake_init(rl_consumer_t *c); /* a full bucket, when opts.max_rate is set */

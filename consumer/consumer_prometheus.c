@@ -129,6 +129,40 @@ static const partition_metric partition_metrics[] = {
      p_epoch},
 };
 
+/* The watermark's holders: one sample per partition that has one, labelled by its key too
+ * (shown as key_text.h says), so an alert names the key. */
+static void write_holders(rl__json *o, const rl_consumer_partition_stats *ps, size_t n)
+{
+    static const char *const names[3] = {"ringlane_consumer_partition_holder_age_seconds",
+                                         "ringlane_consumer_partition_holder_failures",
+                                         "ringlane_consumer_partition_holder_parked"};
+    static const char *const helps[3] = {
+        "Age of the message holding the watermark (the oldest offset not finished), since "
+        "the consumer took it.",
+        "Handler calls that failed for the message holding the watermark.",
+        "1 while the message holding the watermark waits for its retry (blocking handlers)."};
+    for (int m = 0; m < 3; m++) {
+        bool started = false;
+        for (size_t i = 0; i < n; i++) {
+            const rl_consumer_partition_stats *e = &ps[i];
+            if (e->holder_offset < 0 || e->holder_age_ms < 0)
+                continue;
+            if (!started) /* no family without samples */
+                rl__prom_family(o, names[m], "gauge", helps[m]);
+            started = true;
+            rl__json_put(o, "%s{topic=", names[m]);
+            rl__prom_label_value(o, e->topic);
+            rl__json_put(o, ",partition=\"%d\",key=", (int)e->partition);
+            rl__prom_label_value(o, e->holder_key);
+            rl__json_put(o, ",key_encoding=\"%s\"} ", e->holder_key_hex ? "hex" : "text");
+            if (m == 0)
+                rl__json_put(o, "%.3f\n", (double)e->holder_age_ms / 1e3);
+            else
+                rl__json_put(o, "%d\n", m == 1 ? (int)e->holder_failures : e->holder_parked);
+        }
+    }
+}
+
 static void write_consumer(rl__json *o, const rl_consumer_stats *s,
                            const rl_consumer_partition_stats *ps, size_t n)
 {
@@ -154,6 +188,7 @@ static void write_consumer(rl__json *o, const rl_consumer_stats *s,
             rl__json_put(o, ",partition=\"%d\"} %" PRId64 "\n", (int)ps[i].partition, v);
         }
     }
+    write_holders(o, ps, n);
 }
 
 int rl_consumer_stats_prometheus(rl_consumer_t *c, size_t max_lanes, char *buf, size_t cap,

@@ -3,10 +3,39 @@
  * lanes. */
 #include "consumer_internal.h"
 #include "json_writer.h"
+#include "key_text.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+_Static_assert(RL_CONSUMER_KEY_TEXT_MAX == RL__KEY_TEXT_MAX, "the key text's room");
+
+/* The message holding the watermark: the job the window keeps for its oldest offset. */
+static void holder_stats(rl_consumer_t *c, const rl__part *p, rl_consumer_partition_stats *e)
+{
+    const rl__cjob *j = rl__holder(p);
+    e->holder_offset = rl__offsets_oldest(&p->win);
+    e->holder_key[0] = '\0';
+    e->holder_key_hex = 0;
+    e->holder_key_len = 0;
+    e->holder_age_ms = -1;
+    e->holder_failures = 0;
+    e->holder_parked = 0;
+    if (!j)
+        return;
+    if (j->msg && j->msg->key) {
+        e->holder_key_len = j->msg->key_len;
+        e->holder_key_hex =
+            rl__key_text(j->msg->key, j->msg->key_len, j->msg->key_len, e->holder_key);
+    }
+    /* The loop's clock now, not its cached time: a tick may come late in a long iteration. */
+    uint64_t now = uv_hrtime() / 1000000;
+    e->holder_age_ms = now > j->taken_ms ? (int64_t)(now - j->taken_ms) : 0;
+    e->holder_failures = atomic_load_explicit(&j->failures, memory_order_relaxed);
+    e->holder_parked = !c->async && e->holder_failures > 0 &&
+                       !atomic_load_explicit(&j->running, memory_order_relaxed);
+}
 
 static void part_stats(rl_consumer_t *c, const rl__part *p, rl_consumer_partition_stats *e)
 {
@@ -31,6 +60,7 @@ static void part_stats(rl_consumer_t *c, const rl__part *p, rl_consumer_partitio
     e->pending = p->pending.len;
     e->dead_letters_in_flight = p->dlq_in_flight;
     e->offset_map_bytes = p->map_bytes;
+    holder_stats(c, p, e);
 }
 
 int rl_consumer_stats_get(rl_consumer_t *c, rl_consumer_stats *out,
@@ -115,10 +145,22 @@ static int write_json(const rl_consumer_stats *s, const rl_consumer_partition_st
                      ",\"partition\":%d,\"epoch\":%u,\"paused\":%s,\"committed\":%" PRId64
                      ",\"watermark\":%" PRId64 ",\"high\":%" PRId64 ",\"lag\":%" PRId64
                      ",\"in_flight\":%" PRIu64 ",\"pending\":%" PRIu64
-                     ",\"dead_letters_in_flight\":%" PRIu64 ",\"offset_map_bytes\":%" PRIu64 "}",
+                     ",\"dead_letters_in_flight\":%" PRIu64 ",\"offset_map_bytes\":%" PRIu64,
                      (int)e->partition, (unsigned)e->epoch, e->paused ? "true" : "false",
                      e->committed, e->watermark, e->high, e->lag, e->in_flight, e->pending,
                      e->dead_letters_in_flight, e->offset_map_bytes);
+        if (e->holder_offset >= 0 && e->holder_age_ms >= 0) {
+            rl__json_put(&o, ",\"holder\":{\"offset\":%" PRId64 ",\"key\":", e->holder_offset);
+            rl__json_string(&o, e->holder_key);
+            rl__json_put(&o,
+                         ",\"key_encoding\":\"%s\",\"key_len\":%" PRIu64 ",\"age_ms\":%" PRId64
+                         ",\"failures\":%u,\"parked\":%s}",
+                         e->holder_key_hex ? "hex" : "text", e->holder_key_len, e->holder_age_ms,
+                         (unsigned)e->holder_failures, e->holder_parked ? "true" : "false");
+        } else {
+            rl__json_put(&o, ",\"holder\":null");
+        }
+        rl__json_put(&o, "}");
     }
     rl__json_put(&o, "],\"dispatcher\":%s}", dj ? dj : "null");
     return rl__json_end(&o, len);

@@ -6,8 +6,55 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* HOLDERS. A partition links the jobs it takes, in offset order (offsets only increase), and
+ * unlinks each when it is freed. A job is freed when its offset completes (or when it is
+ * handed back or stale, in a revoke), so the first job linked is the message at the oldest
+ * unfinished offset: the one every commit waits for. The list is per epoch: the first job taken
+ * in a new epoch starts a new list, and the jobs of the old one unlink among themselves. 16
+ * bytes per message in flight, O(1) a message. */
+static void holder_link(rl__part *p, rl__cjob *j)
+{
+    if (p->held_epoch != p->epoch) {
+        p->held_first = p->held_last = NULL;
+        p->held_epoch = p->epoch;
+    }
+    j->hprev = p->held_last;
+    j->hnext = NULL;
+    if (p->held_last)
+        p->held_last->hnext = j;
+    else
+        p->held_first = j;
+    p->held_last = j;
+    j->held = true;
+}
+
+static void holder_unlink(rl__cjob *j)
+{
+    if (!j->held)
+        return;
+    j->held = false;
+    rl__part *p = j->part;
+    bool current = j->epoch == p->held_epoch; /* else p no longer points into its list */
+    if (j->hprev)
+        j->hprev->hnext = j->hnext;
+    else if (current)
+        p->held_first = j->hnext;
+    if (j->hnext)
+        j->hnext->hprev = j->hprev;
+    else if (current)
+        p->held_last = j->hprev;
+    j->hprev = j->hnext = NULL;
+}
+
+const rl__cjob *rl__holder(const rl__part *p)
+{
+    const rl__cjob *j = p->held_epoch == p->epoch ? p->held_first : NULL;
+    return j && j->offset == rl__offsets_oldest(&p->win) ? j : NULL;
+}
+
 void rl__cjob_free(rl__cjob *j)
 {
+    holder_unlink(j);
     if (j->msg)
         rd_kafka_message_destroy(j->msg);
     free(j);
@@ -54,6 +101,7 @@ static int offer(rl_consumer_t *c, rl__part *p, rd_kafka_message_t *m)
     j->epoch = p->epoch;
     j->offset = m->offset;
     j->msg = m; /* before the submission: a worker may start on it at once */
+    j->taken_ms = uv_now(c->loop);
 
     const void *key = m->key;
     size_t key_len = m->key_len;
@@ -90,6 +138,7 @@ static int offer(rl_consumer_t *c, rl__part *p, rd_kafka_message_t *m)
     }
     /* The window has room (checked above) and offsets only increase: this cannot fail. */
     rl__offsets_push(&p->win, m->offset);
+    holder_link(p, j);
     p->window_full = false;
     if (j->reason[0])
         rl__dead_letter(c, j);
@@ -192,7 +241,12 @@ int rl__job_handler(rl_dispatcher_t *d, rl_dispatch_job *job)
 {
     rl_consumer_t *c = rl_dispatch_get_data(d);
     rl__cjob *j = job->data;
-    return c->opts.handler(c, j->msg, job->attempts + 1);
+    atomic_store_explicit(&j->running, true, memory_order_relaxed);
+    int rc = c->opts.handler(c, j->msg, job->attempts + 1);
+    if (rc)
+        atomic_fetch_add_explicit(&j->failures, 1, memory_order_relaxed);
+    atomic_store_explicit(&j->running, false, memory_order_relaxed);
+    return rc;
 }
 
 static void unlink_started(rl__cjob *j)
@@ -223,6 +277,7 @@ void rl__job_async(rl_dispatcher_t *d, rl_dispatch_job *job)
         return;
     }
     j->ticket = job->ticket;
+    atomic_store_explicit(&j->failures, job->attempts, memory_order_relaxed);
     if (!j->in_started) {
         j->sprev = NULL;
         j->snext = p->started;

@@ -12,7 +12,9 @@
  *   timer_mu, space_mu alone otherwise; wait_mu is not held while jobs end (they take it)
  *   route_lock (write) -> ready_mu                  (take_tag pauses job starts)
  *   one lane's mu -> rate_mu                        (a submission takes its token)
- * No code holds two lane mutexes at once; nothing is taken while holding space_mu or rate_mu. */
+ *   one lane's mu -> hot->locked                    (a submission counts its key)
+ * No code holds two lane mutexes at once; nothing is taken while holding space_mu, rate_mu or
+ * hot->locked (hot_keys.c: a spin lock). */
 #ifndef RINGLANE_DISPATCH_INTERNAL_H
 #define RINGLANE_DISPATCH_INTERNAL_H
 
@@ -266,7 +268,39 @@ typedef struct rl__stats_scratch {
     rl__busy_lane *top;
     size_t top_cap;
     uint64_t *hist;
+    rl_dispatch_hot_key *hot; /* the hot keys, hottest first */
+    size_t hot_cap;
 } rl__stats_scratch;
+
+/* A key the hot-key sketch follows (hot_keys.c): free while jobs is 0. */
+typedef struct rl__hot_entry {
+    uint64_t hash;
+    uint64_t key_len;
+    uint32_t jobs;
+    uint8_t stored; /* bytes of the key kept */
+    unsigned char key[RL_DISPATCH_HOT_KEY_BYTES];
+} rl__hot_entry;
+
+/* The hot-key sketch: cap entries, an index of mask + 1 places (entry + 1, 0 empty) at most
+ * half full, the free entries on a stack; rounds counts the times every entry lost one. All
+ * under `locked`, a leaf lock. */
+typedef struct rl__hot_keys {
+    atomic_bool locked; /* a spin lock (hot_keys.c says why) */
+    uint32_t cap, mask, nfree;
+    rl__hot_entry *e;
+    uint32_t *index;
+    uint32_t *free;
+    uint64_t rounds;
+} rl__hot_keys;
+
+/* hot_keys.c. A sketch of cap entries (*out NULL for 0), RL_ENOMEM. */
+int rl__hot_keys_new(uint32_t cap, rl__hot_keys **out);
+void rl__hot_keys_free(rl__hot_keys *h);
+size_t rl__hot_keys_bytes(const rl__hot_keys *h); /* its memory, fixed at init */
+/* A job of hash was accepted (under its lane's mutex, so its end comes after). */
+void rl__hot_add(rl__hot_keys *h, uint64_t hash, const void *key, size_t key_len);
+/* Loop thread: the jobs of q ended (they join the delivery list). */
+void rl__hot_end(rl__hot_keys *h, const rl__jobq *q);
 
 /* A timer entry: a lane's retry, or an asynchronous attempt's deadline. */
 enum { RL__TIMER_RETRY = 0, RL__TIMER_DEADLINE = 1, RL__TIMER_PARK = 2, RL__TIMER_RATE = 3 };
@@ -410,6 +444,7 @@ struct rl_dispatcher {
     /* Statistics: the counters of removed lanes once freed (under route_lock, written with
      * it held for writing), and the stats timer with the memory its ticks reuse. */
     rl_dispatch_removed_stats removed;
+    rl__hot_keys *hot; /* the hot-key sketch, NULL when opts.hot_keys is 0 */
     uv_timer_t stats_timer;
     rl__stats_scratch stats_scratch;
     char *stats_text;
@@ -457,6 +492,10 @@ int rl__stats_collect(rl_dispatcher_t *d, size_t max_lanes, rl__stats_scratch *s
  * rl_dispatch_stats_json_bounded, in sc's memory. */
 int rl__stats_json(rl_dispatcher_t *d, size_t max_lanes, rl__stats_scratch *sc, char *buf,
                    size_t cap, size_t *len);
+
+/* The hot keys in sc->hot, hottest first, with their lanes (*n of them; *rounds: the sketch's
+ * rounds so far). 0 with *n 0 when the sketch is off; RL_ENOMEM. */
+int rl__hot_keys_read(rl_dispatcher_t *d, rl__stats_scratch *sc, size_t *n, uint64_t *rounds);
 
 /* The statistics timer (stats_timer.c): made by init (unreferenced, so it never keeps the loop
  * alive), started when stats_interval_ms is set, closed with the other handles. */

@@ -3,6 +3,7 @@
  * lanes' counters, and the lanes rl_dispatch_stats_json_bounded lists (every lane up to
  * max_lanes, else the max_lanes busiest), labelled by lane. */
 #include "dispatch_internal.h"
+#include "key_text.h"
 #include "prom_writer.h"
 
 #include <stddef.h>
@@ -136,6 +137,35 @@ static void write_lanes(rl__json *o, const rl_dispatch_lane_stats *ls, size_t go
     }
 }
 
+/* The sketch's size and rounds, and its RL_DISPATCH_STATS_HOT_KEYS hottest keys with their
+ * jobs, labelled by key (shown as key_text.h says), key_encoding and lane. */
+static void write_hot_keys(rl__json *o, const rl_dispatcher_t *d, const rl_dispatch_hot_key *hot,
+                           size_t n, uint64_t rounds)
+{
+    if (!d->hot)
+        return;
+    rl__prom_family(o, "ringlane_dispatch_hot_keys_followed", "gauge",
+                    "Keys the hot-key sketch follows now (at most its capacity).");
+    rl__prom_u64(o, "ringlane_dispatch_hot_keys_followed", n);
+    rl__prom_family(o, "ringlane_dispatch_hot_keys_rounds_total", "counter",
+                    "Times the full hot-key sketch took one job from every key it follows.");
+    rl__prom_u64(o, "ringlane_dispatch_hot_keys_rounds_total", rounds);
+    if (!n)
+        return; /* no family without samples */
+    rl__prom_family(o, "ringlane_dispatch_hot_key_jobs", "gauge",
+                    "Jobs held by one of the hottest keys: queued, parked and in flight (a "
+                    "lower bound).");
+    for (size_t i = 0; i < n && i < RL_DISPATCH_STATS_HOT_KEYS; i++) {
+        char text[RL__KEY_TEXT_MAX];
+        bool hex = rl__key_text(hot[i].key, hot[i].stored, hot[i].key_len, text);
+        rl__json_put(o, "ringlane_dispatch_hot_key_jobs{key=");
+        rl__prom_label_value(o, text);
+        rl__json_put(o, ",key_encoding=\"%s\",lane=", hex ? "hex" : "text");
+        rl__prom_label_value(o, hot[i].lane);
+        rl__json_put(o, "} %" PRIu64 "\n", hot[i].jobs);
+    }
+}
+
 int rl_dispatch_stats_prometheus(rl_dispatcher_t *d, size_t max_lanes, char *buf, size_t cap,
                                  size_t *len)
 {
@@ -146,6 +176,13 @@ int rl_dispatch_stats_prometheus(rl_dispatcher_t *d, size_t max_lanes, char *buf
     size_t got, busy;
     bool all;
     int rc = rl__stats_collect(d, max_lanes, &sc, &s, &got, &all, &busy);
+    size_t nhot = 0;
+    uint64_t rounds = 0;
+    if (!rc) {
+        rl__enter(d);
+        rc = rl__hot_keys_read(d, &sc, &nhot, &rounds);
+        rl__leave(d);
+    }
     if (!rc) {
         if (all) /* every lane is listed: count the busy ones among them */
             for (size_t i = busy = 0; i < got; i++)
@@ -153,6 +190,7 @@ int rl_dispatch_stats_prometheus(rl_dispatcher_t *d, size_t max_lanes, char *buf
         rl__json o = {buf, cap, 0};
         write_totals(&o, &s, busy);
         write_lanes(&o, sc.lanes, got);
+        write_hot_keys(&o, d, sc.hot, nhot, rounds);
         rc = rl__json_end(&o, len);
     }
     rl__stats_scratch_free(&sc);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Statistics: per lane and for the dispatcher, as a struct and as JSON. Never per key. */
+/* Statistics: per lane and for the dispatcher, as a struct and as JSON, with the hot keys the
+ * sketch follows (hot_keys.c). */
 #include "dispatch_internal.h"
 #include "json_writer.h"
+#include "key_text.h"
 
 #include <inttypes.h>
 #include <stdint.h>
@@ -35,6 +37,7 @@ void rl__stats_scratch_free(rl__stats_scratch *sc)
     free(sc->lanes);
     free(sc->top);
     free(sc->hist);
+    free(sc->hot);
     *sc = (rl__stats_scratch){0};
 }
 
@@ -258,9 +261,31 @@ static void json_lane(rl__json *o, const rl_dispatch_lane_stats *l, bool first)
                  l->retried, l->retry_parked, l->dead_lettered, l->p50_us, l->p99_us);
 }
 
+/* The "hot_keys" object: the sketch's size and rounds, and its `shown` hottest keys. */
+static void json_hot_keys(rl__json *o, const rl_dispatcher_t *d, const rl_dispatch_hot_key *hot,
+                          size_t n, size_t shown, uint64_t rounds)
+{
+    rl__json_put(
+        o, ",\"hot_keys\":{\"capacity\":%u,\"followed\":%zu,\"rounds\":%" PRIu64 ",\"list\":[",
+        d->hot ? d->hot->cap : 0u, n, rounds);
+    for (size_t i = 0; i < n && i < shown; i++) {
+        char text[RL__KEY_TEXT_MAX];
+        bool hex = rl__key_text(hot[i].key, hot[i].stored, hot[i].key_len, text);
+        rl__json_put(o, "%s{\"key\":", i ? "," : "");
+        rl__json_string(o, text);
+        rl__json_put(o, ",\"key_encoding\":\"%s\",\"key_len\":%zu,\"jobs\":%" PRIu64 ",\"lane\":",
+                     hex ? "hex" : "text", hot[i].key_len, hot[i].jobs);
+        rl__json_string(o, hot[i].lane);
+        rl__json_put(o, "}");
+    }
+    rl__json_put(o, "]}");
+}
+
 /* list: NULL for the plain text, else the "lane_list" value ("all" or "busy", with busy). */
-static int json_write(const rl_dispatch_stats *s, const rl_dispatch_lane_stats *ls, size_t got,
-                      const char *list, size_t busy, char *buf, size_t cap, size_t *len)
+static int json_write(const rl_dispatcher_t *d, const rl_dispatch_stats *s,
+                      const rl_dispatch_lane_stats *ls, size_t got, const char *list, size_t busy,
+                      const rl__stats_scratch *sc, size_t nhot, uint64_t rounds, char *buf,
+                      size_t cap, size_t *len)
 {
     rl__json o = {buf, cap, 0};
     rl__json_put(&o,
@@ -278,6 +303,7 @@ static int json_write(const rl_dispatch_stats *s, const rl_dispatch_lane_stats *
                  ",\"failed\":%" PRIu64 ",\"retried\":%" PRIu64 ",\"dead_lettered\":%" PRIu64 "}",
                  r->lanes, r->processed, r->failed, r->retried, r->dead_lettered);
     rl__json_put(&o, ",\"rate_limited\":%" PRIu64, s->rate_limited);
+    json_hot_keys(&o, d, sc->hot, nhot, list ? RL_DISPATCH_STATS_HOT_KEYS : SIZE_MAX, rounds);
     if (list && strcmp(list, "busy") == 0)
         rl__json_put(&o, ",\"lane_list\":\"busy\",\"lanes_busy\":%zu", busy);
     else if (list)
@@ -296,10 +322,17 @@ int rl__stats_json(rl_dispatcher_t *d, size_t max_lanes, rl__stats_scratch *sc, 
     size_t got, busy;
     bool all;
     int rc = rl__stats_collect(d, max_lanes, sc, &s, &got, &all, &busy);
+    size_t nhot = 0;
+    uint64_t rounds = 0;
+    if (!rc) {
+        rl__enter(d);
+        rc = rl__hot_keys_read(d, sc, &nhot, &rounds);
+        rl__leave(d);
+    }
     if (rc)
         return rc;
     const char *list = max_lanes == SIZE_MAX ? NULL : all ? "all" : "busy";
-    return json_write(&s, sc->lanes, got, list, busy, buf, cap, len);
+    return json_write(d, &s, sc->lanes, got, list, busy, sc, nhot, rounds, buf, cap, len);
 }
 
 int rl_dispatch_stats_json(rl_dispatcher_t *d, char *buf, size_t cap, size_t *len)

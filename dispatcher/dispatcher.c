@@ -21,6 +21,7 @@ void rl_dispatch_options_init(rl_dispatch_options *opts)
     opts->backoff_ms = 10;
     opts->backoff_max_ms = 1000;
     opts->stats_lanes = RL_DISPATCH_STATS_LANES;
+    opts->hot_keys = RL_DISPATCH_HOT_KEYS;
 }
 
 void *rl_dispatch_get_data(const rl_dispatcher_t *d)
@@ -70,6 +71,8 @@ void rl__hand_back(rl_dispatcher_t *d, rl__jobq *q)
     rl__jobq_sort_seq(q);
     for (rl__job *j = q->head; j; j = j->next)
         j->outcome = RL_DISPATCH_RETURNED;
+    if (d->hot)
+        rl__hot_end(d->hot, q);
     rl__jobq_append(&d->delivery, q);
     rl__deliver_collected(d);
     rl__space_notify(d);
@@ -89,6 +92,8 @@ void rl__collect_completions(rl_dispatcher_t *d)
         fresh.len++;
         stack = nx;
     }
+    if (d->hot) /* one hold of the sketch's lock for the whole batch */
+        rl__hot_end(d->hot, &fresh);
     rl__jobq_append(&d->delivery, &fresh);
 }
 
@@ -258,6 +263,7 @@ static void free_dispatcher(rl_dispatcher_t *d)
     rl__timers_free(d);
     rl__stats_timer_free(d);
     rl__rate_free(d);
+    rl__hot_keys_free(d->hot);
     for (rl__job *j; (j = rl__job_spare(d));)
         free(j);
     pthread_rwlock_destroy(&d->route_lock);
@@ -523,6 +529,12 @@ static int check_stats_options(const rl_dispatch_options *o)
                                    "stats_lanes %u: over RL_DISPATCH_STATS_LANES_MAX (%u lanes in "
                                    "the compact statistics; stats_full lists every lane)",
                                    o->stats_lanes, RL_DISPATCH_STATS_LANES_MAX);
+    if (o->hot_keys > RL_DISPATCH_HOT_KEYS_MAX)
+        return rl_error_detail_set(RL_EINVAL,
+                                   "hot_keys %u: over RL_DISPATCH_HOT_KEYS_MAX (%u keys followed; "
+                                   "the statistics list a few, and every submission pays for the "
+                                   "sketch's rounds; 0 = off)",
+                                   o->hot_keys, RL_DISPATCH_HOT_KEYS_MAX);
     return 0;
 }
 
@@ -724,6 +736,9 @@ int rl_dispatch_init(struct uv_loop_s *loop, const rl_dispatch_options *opts, rl
         return rl_error_detail_set(RL_ENOMEM, "out of memory: the dispatcher's %zu lanes or locks",
                                    opts->lane_count);
     }
+    if (rl__hot_keys_new(opts->hot_keys, &d->hot) != 0)
+        rc = rl_error_detail_set(RL_ENOMEM, "out of memory: the hot-key sketch of %u keys",
+                                 opts->hot_keys);
     for (size_t i = 0; i < d->route.n && !rc; i++) {
         const char *name = rl_ring_node_name(ring, (uint32_t)i);
         rc = rl__lane_new(d, name, &d->route.lanes[i]);

@@ -127,8 +127,9 @@ RL__HOT_INLINE static bool place_job(rl__lane *l, rl__job *j)
 /* One attempt: RL_EAGAIN when there is no room. On the loop thread (on_loop) the route is read
  * without its lock: only that thread changes it (lane changes, take_tag and close run there,
  * and call no callback while they hold the lock), so nothing can change it meanwhile. */
-RL__HOT_INLINE static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t tag,
-                                      bool waiting, bool on_loop)
+RL__HOT_INLINE static int submit_once(rl_dispatcher_t *d, const void *key, size_t key_len,
+                                      uint64_t hash, void *data, int64_t tag, bool waiting,
+                                      bool on_loop)
 {
     if (atomic_load_explicit(&d->closing, memory_order_relaxed))
         return RL_ECLOSED;
@@ -168,6 +169,8 @@ RL__HOT_INLINE static int submit_once(rl_dispatcher_t *d, uint64_t hash, void *d
             if (place_job(l, j))
                 rl__lane_ready(l); /* an idle lane: an executor takes it */
             rl__lane_set_depth(l);
+            if (d->hot) /* under the lane's mutex: counted before the job can end */
+                rl__hot_add(d->hot, hash, key, key_len);
         }
         rl__unlock(&l->mu);
     }
@@ -201,14 +204,14 @@ int rl_dispatch_try_submit(rl_dispatcher_t *d, const void *key, size_t key_len, 
     uint64_t hash;
     int rc = hash_key(d, key, key_len, &hash);
     if (!rc)
-        rc = submit_once(d, hash, data, tag, false, on_loop);
+        rc = submit_once(d, key, key_len, hash, data, tag, false, on_loop);
     if (!on_loop)
         rl__leave(d);
     return rc;
 }
 
-static int submit_waiting(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t tag,
-                          int64_t timeout_ms);
+static int submit_waiting(rl_dispatcher_t *d, const void *key, size_t key_len, uint64_t hash,
+                          void *data, int64_t tag, int64_t timeout_ms);
 
 int rl_dispatch_submit(rl_dispatcher_t *d, const void *key, size_t key_len, void *data, int64_t tag,
                        int64_t timeout_ms)
@@ -221,16 +224,16 @@ int rl_dispatch_submit(rl_dispatcher_t *d, const void *key, size_t key_len, void
     uint64_t hash;
     int rc = hash_key(d, key, key_len, &hash);
     if (!rc)
-        rc = submit_once(d, hash, data, tag, false, on_loop); /* the common case: room */
+        rc = submit_once(d, key, key_len, hash, data, tag, false, on_loop); /* mostly: room */
     if (rc == RL_EAGAIN && !on_loop && rl__worker_of != d)
-        rc = submit_waiting(d, hash, data, tag, timeout_ms);
+        rc = submit_waiting(d, key, key_len, hash, data, tag, timeout_ms);
     if (!on_loop)
         rl__leave(d);
     return rc;
 }
 
-static int submit_waiting(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t tag,
-                          int64_t timeout_ms)
+static int submit_waiting(rl_dispatcher_t *d, const void *key, size_t key_len, uint64_t hash,
+                          void *data, int64_t tag, int64_t timeout_ms)
 {
     int rc;
     uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : rl__deadline_after_ms((uint64_t)timeout_ms);
@@ -240,7 +243,7 @@ static int submit_waiting(rl_dispatcher_t *d, uint64_t hash, void *data, int64_t
         rl__lock(&d->space_mu);
         uint64_t gen = d->space_gen;
         rl__unlock(&d->space_mu);
-        rc = submit_once(d, hash, data, tag, true, false);
+        rc = submit_once(d, key, key_len, hash, data, tag, true, false);
         if (rc != RL_EAGAIN)
             break;
         rl__lock(&d->space_mu);
@@ -414,6 +417,8 @@ static void queue_group(batch *b, const rl_dispatch_item *items, size_t from, si
         job_init(j, items[i].data, items[i].tag, hash[i]);
         job_number(j, seq++);
         to_queue |= place_job(l, j);
+        if (d->hot)
+            rl__hot_add(d->hot, hash[i], items[i].key, items[i].key_len);
         st[i] = 0;
         done++;
     }

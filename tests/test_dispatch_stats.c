@@ -344,8 +344,9 @@ static double now_us(void)
 }
 
 /* The stated bound of the bounded text with lanes named "lane-<n>" (at most 10 bytes, 12 as a
- * JSON string): 900 + max_lanes x (330 + 12). */
-#define COMPACT_BOUND(lanes) (900 + (lanes) * (330 + 12))
+ * JSON string): 1,000 + max_lanes x (330 + 12) + the hot keys' RL_DISPATCH_STATS_HOT_KEYS x
+ * (225 + 12). */
+#define COMPACT_BOUND(lanes) (1000 + (lanes) * (330 + 12) + RL_DISPATCH_STATS_HOT_KEYS * (225 + 12))
 
 /* A hot key (64 jobs) and `keys` other keys, one job each, held in flight on `lanes` lanes
  * (memento): the compact text lists RL_DISPATCH_STATS_LANES lanes, the hot key's first, within

@@ -132,7 +132,8 @@ static inline void assert_prometheus_lines(const char *text)
     assert_true(len > 0 && text[len - 1] == '\n');
     for (const char *line = text, *nl; *line; line = nl + 1) {
         nl = strchr(line, '\n');
-        size_t n = strcspn(line + 7, " \n");
+        /* A family name's length (a sample line may be shorter than 7 or long, with labels). */
+        size_t n = line[0] == '#' ? strcspn(line + 7, " \n") : 0;
         assert_true(n < sizeof family);
         if (strncmp(line, "# HELP ", 7) == 0) {
             assert_string_equal(help, ""); /* the previous HELP had its TYPE */
@@ -152,6 +153,30 @@ static inline void assert_prometheus_lines(const char *text)
         }
     }
 }
+
+#ifdef RL_CHECK_PROMETHEUS
+#include <unistd.h>
+
+/* The Prometheus text passes tests/check_prometheus.py (the strict parser of the metrics
+ * example's test, its path in RL_CHECK_PROMETHEUS) and assert_prometheus_lines. */
+static inline void assert_prometheus_strict(const char *text)
+{
+    assert_prometheus_lines(text);
+    char path[1024]; /* in $TMPDIR, else the working directory (the test's build directory) */
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/rl-prometheus-XXXXXX", dir && *dir ? dir : ".");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    size_t len = strlen(text);
+    assert_int_equal(write(fd, text, len), (ssize_t)len);
+    close(fd);
+    char cmd[sizeof RL_CHECK_PROMETHEUS + sizeof path + 16];
+    snprintf(cmd, sizeof cmd, "python3 %s %s", RL_CHECK_PROMETHEUS, path);
+    int rc = system(cmd);
+    unlink(path);
+    assert_int_equal(rc, 0);
+}
+#endif
 
 /* Deterministic pseudo-random numbers for statistical tests (SplitMix64 stream). */
 static inline uint64_t test_rand(uint64_t *state)

@@ -314,6 +314,10 @@ RL_EXTERN int rl_consumer_close(rl_consumer_t *c, rl_consumer_close_cb cb);
 
 /* --- statistics (loop thread) --- */
 
+/* Room for a key as the statistics show it (rl_consumer_partition_stats.holder_key): 64
+ * characters, "..." and the NUL. */
+#define RL_CONSUMER_KEY_TEXT_MAX 68
+
 typedef struct rl_consumer_partition_stats {
     const char *topic; /* valid until the consumer is closed */
     int32_t partition;
@@ -328,6 +332,20 @@ typedef struct rl_consumer_partition_stats {
     uint64_t dead_letters_in_flight; /* dead letters waiting for their delivery report */
     uint64_t offset_map_bytes;       /* the length of the offset map the last acknowledged commit
                                         carried, 0 for none */
+    /* The watermark's holder: the message at the oldest offset not finished, which every
+     * commit waits for (a poison key parked for its retries, an asynchronous job never
+     * completed). holder_offset -1: none (nothing in flight). */
+    int64_t holder_offset;
+    char holder_key[RL_CONSUMER_KEY_TEXT_MAX]; /* its key as the statistics show keys: the first
+                                                  64 bytes when printable ASCII, else the
+                                                  first 32 in hex; a cut key ends in "..." */
+    int holder_key_hex;                        /* 1: holder_key is hex */
+    uint64_t holder_key_len;                   /* the whole key's length (0: no key) */
+    int64_t holder_age_ms;    /* since the consumer took the message (-1: no holder) */
+    uint32_t holder_failures; /* its handler calls that failed so far (asynchronous handlers: the
+                                 failures before the attempt in flight) */
+    int holder_parked;        /* 1: it failed and waits for its retry (blocking handlers; an
+                                 asynchronous one shows 0) */
 } rl_consumer_partition_stats;
 
 typedef struct rl_consumer_stats {

@@ -152,6 +152,16 @@ typedef void (*rl_dispatch_stats_cb)(rl_dispatcher_t *d, const char *json, size_
 #define RL_DISPATCH_STATS_LANES 16u
 #define RL_DISPATCH_STATS_LANES_MAX 1024u
 
+/* The hot keys (opts.hot_keys): a sketch per dispatcher of the keys holding the most jobs
+ * (queued, parked, or in flight: submitted and not yet ended). Its entries by default and at
+ * most; the first RL_DISPATCH_HOT_KEY_BYTES bytes of a key are kept to name it; the bounded
+ * statistics (the compact text of on_stats, rl_dispatch_stats_prometheus) list the
+ * RL_DISPATCH_STATS_HOT_KEYS hottest. */
+#define RL_DISPATCH_HOT_KEYS 64u
+#define RL_DISPATCH_HOT_KEYS_MAX 4096u
+#define RL_DISPATCH_HOT_KEY_BYTES 64u
+#define RL_DISPATCH_STATS_HOT_KEYS 8u
+
 typedef struct rl_dispatch_options {
     const char *const *lanes; /* lane names (ring members, weight 1); NULL: lane_count lanes named
                                  RL_DISPATCH_LANE_PREFIX "0" .. "<lane_count - 1>" */
@@ -202,6 +212,12 @@ typedef struct rl_dispatch_options {
      * (every 64 items for rl_dispatch_submit_many) while set, nothing otherwise. */
     double max_rate;
     uint32_t max_burst; /* the most tokens the bucket holds: the jobs accepted at once (0) */
+    /* The hot-key sketch: how many keys it follows (0 = off; 1..RL_DISPATCH_HOT_KEYS_MAX).
+     * Fixed memory, made at init: 88 bytes per entry, 4 for its place on the free list and 8
+     * for its two index places: 6.4 KB at 64, 400 KB at RL_DISPATCH_HOT_KEYS_MAX. Every
+     * submission and every batch of ends counts its keys under one short lock of the sketch
+     * (see rl_dispatch_hot_keys). (RL_DISPATCH_HOT_KEYS) */
+    uint32_t hot_keys;
 } rl_dispatch_options;
 
 /* Fills opts with the defaults in parentheses above and everything else NULL / 0. */
@@ -338,7 +354,7 @@ RL_EXTERN int rl_dispatch_wait_tag(rl_dispatcher_t *d, int64_t tag, uint64_t tim
  * returns (see Lifetime above). Errors: RL_EINVAL, RL_ESTATE, RL_ECLOSED (already closing). */
 RL_EXTERN int rl_dispatch_close(rl_dispatcher_t *d, int mode, rl_dispatch_close_cb cb);
 
-/* --- statistics: per lane, never per key --- */
+/* --- statistics: per lane, and the hot keys (rl_dispatch_hot_keys) --- */
 typedef struct rl_dispatch_lane_stats {
     char name[RL_NAME_MAX + 1];
     int retiring;           /* removed, finishing its in-flight job */
@@ -403,23 +419,59 @@ RL_EXTERN int rl_dispatch_stats_json(rl_dispatcher_t *d, char *buf, size_t cap, 
  * next, so the length may too. Both texts carry "removed_lanes", the counters of removed lanes
  * (rl_dispatch_removed_stats), so that with every lane listed the lanes' "processed" and
  * removed_lanes' add up to done + dead_lettered once nothing is in flight.
- * The size: at most 900 bytes + max_lanes x (330 bytes + the lane name as a JSON string); with
- * names "lane-<n>" and max_lanes RL_DISPATCH_STATS_LANES (the compact text of on_stats), under
- * 6.4 KB at any lane count (3.1 KB measured at 65,536 lanes, most of them busy). Its cost
+ * Both carry "hot_keys" (see rl_dispatch_hot_keys): the sketch's "capacity", the keys it
+ * "followed" now, its "rounds", and in "list" the RL_DISPATCH_STATS_HOT_KEYS hottest (every one
+ * in rl_dispatch_stats_json), each {"key", "key_encoding": "text" or "hex", "key_len" (the
+ * whole key's), "jobs", "lane"}: a key whose first 64 bytes are printable ASCII as it is
+ * (escaped), any other in hex (its first 32 bytes), a longer key cut and ended with "...".
+ * The size: at most 1,000 bytes + max_lanes x (330 bytes + the lane name as a JSON string) +
+ * RL_DISPATCH_STATS_HOT_KEYS x (225 bytes + a lane name as a JSON string); with names
+ * "lane-<n>" and max_lanes RL_DISPATCH_STATS_LANES (the compact text of on_stats), under
+ * 8.4 KB at any lane count (3.1 KB measured at 65,536 lanes, most of them busy, before the
+ * hot keys; the 8 hot keys add under 2 KB, 0.5 KB with keys of 10 bytes). Its cost
  * follows the busy lanes: 20 us at 65,536 idle lanes, 3.5-4.3 ms with 62,000 of them busy. */
 RL_EXTERN int rl_dispatch_stats_json_bounded(rl_dispatcher_t *d, size_t max_lanes, char *buf,
                                              size_t cap, size_t *len);
+
+/* A key the hot-key sketch follows, as rl_dispatch_hot_keys reports it. */
+typedef struct rl_dispatch_hot_key {
+    uint64_t hash;  /* the key's position on the ring */
+    uint64_t jobs;  /* its jobs held: queued, parked and in flight (a lower bound, below) */
+    size_t key_len; /* the key's whole length */
+    size_t stored;  /* the bytes of it kept in `key`: min(key_len, RL_DISPATCH_HOT_KEY_BYTES) */
+    unsigned char key[RL_DISPATCH_HOT_KEY_BYTES];
+    char lane[RL_NAME_MAX + 1]; /* the lane the ring gives the key now ("" with no lane) */
+} rl_dispatch_hot_key;
+
+/* The keys holding the most jobs, hottest first: up to `cap` entries in out, *n (may be NULL)
+ * gets how many the sketch follows now (at most opts.hot_keys).
+ *
+ * The sketch is Misra-Gries's with departures: opts.hot_keys entries, each a key's hash, its
+ * count and its first bytes, found by its hash in an index. A submission adds one to its
+ * key's entry, or takes a free entry; when every entry is taken it takes one from every entry
+ * instead (a "round": the new job is not counted, entries that reach 0 are freed). A job's end
+ * takes one from its key's entry. So a count is never above the key's jobs held, and falls
+ * short of it by at most the rounds made while they were held; a round needs hot_keys + 1
+ * submissions, so a key holding more than 1 / (hot_keys + 1) of the jobs submitted meanwhile
+ * is always listed. O(1) per submission and end, amortized (a round costs hot_keys + the
+ * index, paid by the hot_keys + 1 submissions it forgets). RL_EINVAL (NULL d, NULL out with
+ * a cap), RL_ENOMEM. With hot_keys 0: 0 and *n 0. Any thread. */
+RL_EXTERN int rl_dispatch_hot_keys(rl_dispatcher_t *d, rl_dispatch_hot_key *out, size_t cap,
+                                   size_t *n);
 
 /* The statistics in the Prometheus text exposition format (version 0.0.4), for a scrape
  * endpoint (examples/metrics_http.c serves it): families named ringlane_dispatch_*, each with
  * its "# HELP" and "# TYPE" lines then its samples, counters ending in _total; the totals, the
  * removed lanes' counters, and per lane (label lane, escaped) the lanes
  * rl_dispatch_stats_json_bounded lists for the same max_lanes (every lane up to max_lanes,
- * else the max_lanes busiest). docs/operations.md lists every metric. Like snprintf: *len (may
- * be NULL) gets the length the whole text needs (without the NUL); with cap too small the text
- * is cut, terminated, and RL_ERANGE is returned. The size: about 2.9 KB + max_lanes x (640 bytes +
- * 11 x the lane name's escaped length); 15 KB for 16 lanes named "lane-<n>". RL_EINVAL (NULL d,
- * NULL buf with a cap), RL_ENOMEM. Any thread. */
+ * else the max_lanes busiest), and the RL_DISPATCH_STATS_HOT_KEYS hottest keys as
+ * ringlane_dispatch_hot_key_jobs{key, key_encoding, lane} (keys shown as in the JSON).
+ * docs/operations.md lists every metric. Like snprintf: *len (may be NULL) gets the length the
+ * whole text needs (without the NUL); with cap too small the text is cut, terminated, and RL_ERANGE
+ * is returned. The size: about 2.9 KB + max_lanes x (640 bytes + 11 x the lane name's escaped
+ * length) + 0.5 KB + RL_DISPATCH_STATS_HOT_KEYS x (215 bytes + the lane name's escaped length); 15
+ * KB for 16 lanes named "lane-<n>", 17 KB with 8 hot keys of 64 bytes. RL_EINVAL (NULL d, NULL buf
+ * with a cap), RL_ENOMEM. Any thread. */
 RL_EXTERN int rl_dispatch_stats_prometheus(rl_dispatcher_t *d, size_t max_lanes, char *buf,
                                            size_t cap, size_t *len);
 
