@@ -79,8 +79,9 @@ static void unpark_into_queue(rl__lane *h, rl__park *p)
     rl__lane_ready(h);
 }
 
-int rl__park_for_retry(rl__lane *l, rl__job *j, uint64_t due_ns)
+int rl__park_for_retry(rl__lane *l, rl__job *j, rl__jobq *rest, uint64_t due_ns)
 {
+    size_t rest_len = rest ? rest->len : 0;
     rl_dispatcher_t *d = l->d;
     rl__park *p = calloc(1, sizeof *p);
     if (!p)
@@ -94,7 +95,7 @@ int rl__park_for_retry(rl__lane *l, rl__job *j, uint64_t due_ns)
     rl__unlock(&l->mu);
     rl__lock(&h->mu);
     /* Room in the holder's queue for every parked job, the retrying one included. */
-    if (rl__lq_reserve(&h->queue, h->queue.len + h->parked + 1) != 0) {
+    if (rl__lq_reserve(&h->queue, h->queue.len + h->parked + 1 + rest_len) != 0) {
         rl__unlock(&h->mu);
         pthread_rwlock_unlock(&d->route_lock);
         free(p);
@@ -112,9 +113,12 @@ int rl__park_for_retry(rl__lane *l, rl__job *j, uint64_t due_ns)
         }
         f->next_held = NULL;
         h->parked -= f->parked.len;
-        p->later = f->parked;
-        f->parked = (rl__jobq){0};
+        if (rest)
+            rl__jobq_append(&p->later, rest); /* the batch's jobs after j come first */
+        rl__jobq_append(&p->later, &f->parked);
     } else {
+        if (rest)
+            rl__jobq_append(&p->later, rest);
         /* The key's jobs queued here, in order, join the park. */
         rl__lq *q = &h->queue;
         size_t kept = 0;
