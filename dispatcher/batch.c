@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Batches: a lane's unit in flight made of up to batch_max consecutive jobs of one key and one
- * tag, given to the handler at once.
+/* Batches: a lane's unit in flight made of up to batch_max jobs of one key and one tag, the
+ * key's next ones in the lane, given to the handler at once.
  *
  * A batch is the lane's job in flight, widened: cur_job is its first job, l->batch the others
  * (in order, on no list), and cur_hash and cur_tag are the batch's as they were the job's. So
@@ -9,8 +9,10 @@
  * until the whole batch has ended; take_tag and wait_tag see one tag in flight. This is why a
  * batch holds one key: a batch of several keys would need a fence per key of it (I2, one fence
  * per lane, would not hold), and a key leaving the lane would wait for the other keys' jobs.
- * It takes only the jobs at the head of the queue (consecutive): skipping other keys' jobs to
- * gather more of its own would move work out of the queue's order for nothing the order needs.
+ * It takes the key's next jobs from the queue, looking at up to 8 x batch_max entries: jobs of
+ * other keys between them stay queued, in their order (each key's order is all the lane
+ * promises), so keys that share a lane with their jobs interleaved still make batches. A job
+ * of the key with another tag ends the batch (the key's jobs are never taken out of order).
  *
  * Ending a batch goes through its jobs in order: a success ends DONE (published at once, so the
  * key's on_done calls keep their order); the first failure ends the walk. The failed job is
@@ -25,6 +27,44 @@
 
 #include <string.h>
 
+/* How far into the queue a batch looks for its key's jobs: SCAN_FACTOR x batch_max entries, so
+ * that keys sharing a lane with their jobs interleaved still make batches, at a bounded cost
+ * per batch (the entries' key positions are read, the jobs only for the key's). */
+#define SCAN_FACTOR 8
+
+/* Under l->mu: takes up to `max` of the queued jobs of key `hash` and tag `tag` (in order: the
+ * key's first jobs, up to one of another tag) among the first `scan` entries, appending them
+ * to out; the other entries keep their order. Returns how many. */
+static size_t take_key_jobs(rl__lq *q, uint64_t hash, int64_t tag, size_t max, size_t scan,
+                            rl__jobq *out)
+{
+    size_t taken = 0, end = 0;
+    while (end < q->len && end < scan && taken < max) {
+        rl__qent *e = rl__lq_at(q, end);
+        if (e->hash == hash) {
+            if (e->job->pub.tag != tag)
+                break; /* the key's next job is of another tag: the batch ends before it */
+            rl__jobq_push(out, e->job);
+            e->job = NULL;
+            taken++;
+        }
+        end++;
+    }
+    if (!taken)
+        return 0;
+    /* Close the holes: the entries kept move towards the end of the looked-at part, in order,
+     * and the queue starts `taken` later. */
+    size_t w = end;
+    for (size_t i = end; i-- > 0;) {
+        rl__qent e = *rl__lq_at(q, i);
+        if (e.job)
+            *rl__lq_at(q, --w) = e;
+    }
+    q->head = (q->head + taken) & (q->cap - 1);
+    q->len -= taken;
+    return taken;
+}
+
 size_t rl__batch_take(rl__lane *l, rl__job *j, rl_dispatch_job **jobs, size_t max)
 {
     rl_dispatcher_t *d = l->d;
@@ -33,24 +73,22 @@ size_t rl__batch_take(rl__lane *l, rl__job *j, rl_dispatch_job **jobs, size_t ma
     /* The rest of a batch run again (after a dead letter, or a retry that waited in place). */
     for (rl__job *b = l->batch.head; b && n < max; b = b->next)
         jobs[n++] = &b->pub;
-    /* The key's next jobs, while they head the queue: all of the key's jobs not started are in
-     * this queue (its owner's) unless a fence took the key elsewhere, and then none is here. */
-    size_t taken = 0;
-    while (n < max && l->queue.len) {
-        const rl__qent *e = rl__lq_at(&l->queue, 0);
-        if (e->hash != j->pub.hash || e->job->pub.tag != j->pub.tag)
-            break;
-        rl__job *b = rl__lq_pop(&l->queue);
-        rl__jobq_push(&l->batch, b);
+    if (n >= max || !l->queue.len)
+        return n;
+    /* The key's next jobs: all of the key's jobs not started are in this queue (its owner's),
+     * in order, unless a fence took the key elsewhere, and then none is here. */
+    rl__jobq more = {0};
+    size_t taken =
+        take_key_jobs(&l->queue, j->pub.hash, j->pub.tag, max - n, SCAN_FACTOR * max, &more);
+    if (!taken)
+        return n;
+    for (rl__job *b = more.head; b; b = b->next)
         jobs[n++] = &b->pub;
-        taken++;
-    }
-    if (taken) {
-        rl__lane_set_depth(l);
-        if (l->blocked && l->queue.len + l->parked <= rl__low_water(d->opts.lane_capacity)) {
-            l->blocked = false;
-            rl__space_notify(d);
-        }
+    rl__jobq_append(&l->batch, &more);
+    rl__lane_set_depth(l);
+    if (l->blocked && l->queue.len + l->parked <= rl__low_water(d->opts.lane_capacity)) {
+        l->blocked = false;
+        rl__space_notify(d);
     }
     return n;
 }

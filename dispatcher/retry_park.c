@@ -18,6 +18,10 @@
  *     goes to the queue without allocating; a lane change moves a park whole to the key's new
  *     owner (step A), counting it as incoming there first (step 0).
  *
+ * A job that fails inside a batch (batch.c) parks the same way, with the batch's jobs after it
+ * (of its key, not ended) first in `later`, before the key's queued or fenced jobs: they came
+ * before those. The park makes room for them too; they count in the holder's `parked`.
+ *
  * A park's timer entry names it until it fires (the delay is at most backoff_max_ms), so until
  * then only the timer frees it; take_tag and a STOP close unlink it when they hand its jobs
  * back. Once fired (timer_done), whoever unlinks it frees it: the start of its job, or those.

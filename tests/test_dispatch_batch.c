@@ -265,9 +265,9 @@ static void test_options_refused(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
-/* A batch takes the consecutive jobs of one key at the head of the lane, up to batch_max; a job
- * of another key, or of another tag, ends it. */
-static void test_batches_take_consecutive_jobs_of_one_key(void **state)
+/* A batch takes the next jobs of one key in the lane, up to batch_max, passing over other keys'
+ * jobs (which keep their order); a job of the key with another tag ends it. */
+static void test_batches_take_the_next_jobs_of_one_key(void **state)
 {
     (void)state;
     ctx *c = ctx_new();
@@ -283,18 +283,44 @@ static void test_batches_take_consecutive_jobs_of_one_key(void **state)
     submit(c, add(c, "a", 5, 1));     /* 9 */
     gate_set(&c->hold, true);
     run_until_done(c, 10);
-    assert_int_equal(c->ncalls, 6);
+    assert_int_equal(c->ncalls, 5);
     assert_call(c, 0, (int[]){0, -1});
     assert_call(c, 1, (int[]){1, 2, 3, 4, -1});
-    assert_call(c, 2, (int[]){5, -1});
-    assert_call(c, 3, (int[]){6, 7, -1});
+    assert_call(c, 2, (int[]){5, 9, -1}); /* a4, then a5 from behind b's jobs */
+    assert_call(c, 3, (int[]){6, 7, -1}); /* b0, b1: b2 is of another tag */
     assert_call(c, 4, (int[]){8, -1});
-    assert_call(c, 5, (int[]){9, -1});
+    int want[] = {0, 1, 2, 3, 4, 5, 9, 6, 7, 8};
     for (int i = 0; i < 10; i++) {
-        assert_int_equal(c->done_order[i], i); /* one lane, all succeeded: submission order */
+        assert_int_equal(c->done_order[i], want[i]);
         assert_int_equal(c->recs[i].outcome, RL_DISPATCH_DONE);
         assert_int_equal(c->recs[i].attempts, 1);
     }
+    finish(c);
+}
+
+/* A batch looks at 8 x batch_max queued jobs for its key's: a job further away waits its turn. */
+static void test_batch_looks_a_bounded_way(void **state)
+{
+    (void)state;
+    ctx *c = ctx_new();
+    rl_dispatch_options o;
+    options(c, &o, 2);
+    assert_rl_ok(rl_dispatch_init(&c->loop, &o, &c->d));
+    hold_lane(c);
+    submit(c, add(c, "a", 0, 1)); /* rec 1 */
+    for (int i = 0; i < 16; i++)
+        submit(c, add(c, "b", i, 1)); /* recs 2..17 */
+    submit(c, add(c, "a", 1, 1));     /* 18: the 17th queued behind a0, past the 16 looked at */
+    submit(c, add(c, "c", 0, 1));     /* 19 */
+    gate_set(&c->hold, true);
+    run_until_done(c, 20);
+    assert_call(c, 1, (int[]){1, -1});
+    assert_call(c, 2, (int[]){2, 3, -1});
+    assert_call(c, 9, (int[]){16, 17, -1});
+    assert_call(c, 10, (int[]){18, -1});
+    assert_call(c, 11, (int[]){19, -1});
+    assert_int_equal(c->ncalls, 12);
+    assert_key_order(c);
     finish(c);
 }
 
@@ -533,7 +559,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_options_refused),
-        cmocka_unit_test(test_batches_take_consecutive_jobs_of_one_key),
+        cmocka_unit_test(test_batches_take_the_next_jobs_of_one_key),
+        cmocka_unit_test(test_batch_looks_a_bounded_way),
         cmocka_unit_test(test_failure_inside_batch_parks_later_jobs),
         cmocka_unit_test(test_dead_letter_inside_batch),
         cmocka_unit_test(test_whole_batch_failure),

@@ -133,8 +133,10 @@ typedef int (*rl_dispatch_handler_fn)(rl_dispatcher_t *d, rl_dispatch_job *job);
  * returns; keep the ticket, not the pointer, where a completion may come late. */
 typedef void (*rl_dispatch_async_fn)(rl_dispatcher_t *d, rl_dispatch_job *job);
 /* Batches (opts.batch_max > 1): the handler gets up to batch_max jobs at once, jobs[0..n-1],
- * consecutive jobs of one lane that share one key and one tag, in submission order (so a
- * key's order holds, and take_tag and wait_tag see the batch as one job in flight). Why one
+ * one key's next jobs in its lane, of one tag, in submission order (so a key's order holds, and
+ * take_tag and wait_tag see the batch as one job in flight). Jobs of other keys queued between
+ * them stay queued, in their order; the lane looks at up to 8 x batch_max queued jobs for them,
+ * and a job of the key with another tag ends the batch. Why one
  * key: a lane change that takes a key from a lane waits for that lane's key in flight behind
  * one fence (dispatcher/lane_change.c); a batch of one key needs no more than one job does.
  * Many keys share a lane only when keys outnumber lanes, so with the asynchronous default of
