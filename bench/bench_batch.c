@@ -5,10 +5,13 @@
  *
  *   bench_batch [KEYS [LANES [BATCH_MAX [SECONDS]]]]      defaults 1000 16 64 3
  *
- * One process, both runs: a dispatcher of LANES lanes with a worker thread each, fed by one
- * producer thread (blocking submissions, KEYS keys in turn) for SECONDS, first with `handler`
- * (one job per call), then with `batch_handler` and batch_max BATCH_MAX. Prints each run's
- * jobs per second, its handler calls and mean jobs per call, and the ratio of the two rates. */
+ * One process, four runs: a dispatcher of LANES lanes fed by one producer thread (blocking
+ * submissions, KEYS keys in turn) for SECONDS each. Blocking: a worker thread per lane, first
+ * `handler` (one job per call), then `batch_handler` with batch_max BATCH_MAX. Asynchronous:
+ * `async_handler`, then `async_batch_handler`; a completer thread completes each call when its
+ * cost has passed (a heap of due times), as a client library's reply would come. LANES bounds
+ * the calls in flight either way, as a connection pool would. Prints each run's jobs per second,
+ * its handler calls and mean jobs per call, and the ratio of the two rates. */
 #define _POSIX_C_SOURCE 200809L
 #include "ringlane/dispatcher.h"
 #include "ringlane/error.h"
@@ -24,7 +27,18 @@
 #define PER_CALL_NS 1000000L /* the round trip */
 #define PER_JOB_NS 5000L     /* each job's share of the work */
 
+/* A started asynchronous call: its ticket, due when its cost has passed. */
+typedef struct due_call {
+    uint64_t due_ns, ticket;
+} due_call;
+
 typedef struct run {
+    /* asynchronous runs: the calls in flight, a min-heap by due time, and their completer */
+    uv_mutex_t mu;
+    uv_cond_t cv;
+    due_call *heap;
+    size_t nheap, heap_cap;
+    bool quit;
     uv_loop_t loop;
     rl_dispatcher_t *d;
     int keys;
@@ -66,6 +80,89 @@ static int batch_handler(rl_dispatcher_t *d, rl_dispatch_job *const *jobs, size_
     atomic_fetch_add(&r->calls, 1);
     cost(n);
     return 0;
+}
+
+static uint64_t cost_ns(size_t jobs)
+{
+    return (uint64_t)(PER_CALL_NS + PER_JOB_NS * (long)jobs);
+}
+
+static void heap_push(run *r, due_call c)
+{
+    if (r->nheap == r->heap_cap) {
+        r->heap_cap = r->heap_cap ? r->heap_cap * 2 : 1024;
+        r->heap = realloc(r->heap, r->heap_cap * sizeof *r->heap);
+        if (!r->heap)
+            die("heap", RL_ENOMEM);
+    }
+    size_t i = r->nheap++;
+    while (i > 0 && r->heap[(i - 1) / 2].due_ns > c.due_ns) {
+        r->heap[i] = r->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    r->heap[i] = c;
+}
+
+static due_call heap_pop(run *r)
+{
+    due_call top = r->heap[0], last = r->heap[--r->nheap];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= r->nheap)
+            break;
+        if (c + 1 < r->nheap && r->heap[c + 1].due_ns < r->heap[c].due_ns)
+            c++;
+        if (r->heap[c].due_ns >= last.due_ns)
+            break;
+        r->heap[i] = r->heap[c];
+        i = c;
+    }
+    if (r->nheap)
+        r->heap[i] = last;
+    return top;
+}
+
+static void start_call(run *r, uint64_t ticket, size_t jobs)
+{
+    atomic_fetch_add(&r->calls, 1);
+    uv_mutex_lock(&r->mu);
+    heap_push(r, (due_call){uv_hrtime() + cost_ns(jobs), ticket});
+    uv_cond_signal(&r->cv);
+    uv_mutex_unlock(&r->mu);
+}
+
+static void one_async(rl_dispatcher_t *d, rl_dispatch_job *job)
+{
+    start_call(rl_dispatch_get_data(d), job->ticket, 1);
+}
+
+static void batch_async(rl_dispatcher_t *d, rl_dispatch_job *const *jobs, size_t n)
+{
+    start_call(rl_dispatch_get_data(d), jobs[0]->ticket, n);
+}
+
+/* Completes each call once its due time has passed. */
+static void completer(void *arg)
+{
+    run *r = arg;
+    uv_mutex_lock(&r->mu);
+    while (!r->quit) {
+        uint64_t now = uv_hrtime();
+        if (!r->nheap) {
+            uv_cond_wait(&r->cv, &r->mu);
+            continue;
+        }
+        if (r->heap[0].due_ns > now) {
+            uv_cond_timedwait(&r->cv, &r->mu, r->heap[0].due_ns - now);
+            continue;
+        }
+        due_call c = heap_pop(r);
+        uv_mutex_unlock(&r->mu);
+        rl_dispatch_complete(r->d, c.ticket, 0); /* RL_ESTALE after a STOP close: fine */
+        uv_mutex_lock(&r->mu);
+    }
+    uv_mutex_unlock(&r->mu);
 }
 
 static void on_done(rl_dispatcher_t *d, rl_dispatch_job *job, int outcome)
@@ -115,22 +212,27 @@ static void on_check(uv_timer_t *t)
 }
 
 /* One run; returns jobs ended per second within the time, and the calls made. */
-static double one_run(int keys, int lanes, uint32_t batch_max, double seconds, uint64_t *calls,
-                      uint64_t *ended)
+static double one_run(int keys, int lanes, bool async, uint32_t batch_max, double seconds,
+                      uint64_t *calls, uint64_t *ended)
 {
     run *r = calloc(1, sizeof *r);
-    if (!r || uv_loop_init(&r->loop) != 0)
+    if (!r || uv_loop_init(&r->loop) != 0 || uv_mutex_init(&r->mu) != 0 ||
+        uv_cond_init(&r->cv) != 0)
         die("setup", RL_ENOMEM);
     r->keys = keys;
     rl_dispatch_options o;
     rl_dispatch_options_init(&o);
     o.lane_count = (size_t)lanes;
-    if (batch_max > 1) {
+    if (async && batch_max > 1)
+        o.async_batch_handler = batch_async;
+    else if (async)
+        o.async_handler = one_async;
+    else if (batch_max > 1)
         o.batch_handler = batch_handler;
-        o.batch_max = batch_max;
-    } else {
+    else
         o.handler = one_handler;
-    }
+    if (batch_max > 1)
+        o.batch_max = batch_max;
     o.on_done = on_done;
     o.data = r;
     o.lane_capacity = 1024;
@@ -140,7 +242,9 @@ static double one_run(int keys, int lanes, uint32_t batch_max, double seconds, u
         die("rl_dispatch_init", rc);
     uint64_t start = uv_hrtime();
     r->deadline_ns = start + (uint64_t)(seconds * 1e9);
-    uv_thread_t t;
+    uv_thread_t t, ct;
+    if (async && uv_thread_create(&ct, completer, r) != 0)
+        die("uv_thread_create", RL_ENOMEM);
     if (uv_thread_create(&t, producer, r) != 0)
         die("uv_thread_create", RL_ENOMEM);
     uv_timer_t check;
@@ -155,7 +259,17 @@ static double one_run(int keys, int lanes, uint32_t batch_max, double seconds, u
             ended_by_deadline = atomic_load(&r->done);
     }
     uv_thread_join(&t);
+    if (async) {
+        uv_mutex_lock(&r->mu);
+        r->quit = true;
+        uv_cond_signal(&r->cv);
+        uv_mutex_unlock(&r->mu);
+        uv_thread_join(&ct);
+    }
     uv_loop_close(&r->loop);
+    free(r->heap);
+    uv_cond_destroy(&r->cv);
+    uv_mutex_destroy(&r->mu);
     double elapsed = (double)(r->deadline_ns - start) / 1e9;
     *calls = atomic_load(&r->calls);
     *ended = ended_by_deadline;
@@ -173,17 +287,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench_batch [KEYS [LANES [BATCH_MAX [SECONDS]]]]\n");
         return 2;
     }
-    printf("handler cost: 1 ms per call + 5 us per job (slept); %d keys, %d lanes (a worker "
-           "each), %.0f s per run\n",
-           keys, lanes, seconds);
-    uint64_t calls1, ended1, callsb, endedb;
-    double one = one_run(keys, lanes, 1, seconds, &calls1, &ended1);
-    printf("one job per call:     %10.0f jobs/s  (%llu ended, %llu calls)\n", one,
-           (unsigned long long)ended1, (unsigned long long)calls1);
-    double bat = one_run(keys, lanes, batch_max, seconds, &callsb, &endedb);
-    printf("batch_max %-4u:       %10.0f jobs/s  (%llu ended, %llu calls, %.1f jobs per call)\n",
-           batch_max, bat, (unsigned long long)endedb, (unsigned long long)callsb,
-           callsb ? (double)endedb / (double)callsb : 0.0);
-    printf("ratio: %.2fx\n", one > 0 ? bat / one : 0.0);
+    printf("handler cost: 1 ms per call + 5 us per job; %d keys, %d lanes, %.0f s per run\n", keys,
+           lanes, seconds);
+    for (int async = 0; async < 2; async++) {
+        const char *kind = async ? "asynchronous" : "blocking (a worker per lane)";
+        uint64_t calls1, ended1, callsb, endedb;
+        double one = one_run(keys, lanes, async, 1, seconds, &calls1, &ended1);
+        printf("%s, one job per call: %10.0f jobs/s  (%llu ended, %llu calls)\n", kind, one,
+               (unsigned long long)ended1, (unsigned long long)calls1);
+        double bat = one_run(keys, lanes, async, batch_max, seconds, &callsb, &endedb);
+        printf("%s, batch_max %u: %10.0f jobs/s  (%llu ended, %llu calls, %.1f jobs per "
+               "call)\n",
+               kind, batch_max, bat, (unsigned long long)endedb, (unsigned long long)callsb,
+               callsb ? (double)endedb / (double)callsb : 0.0);
+        printf("%s: ratio %.2fx\n", kind, one > 0 ? bat / one : 0.0);
+    }
     return 0;
 }
