@@ -221,6 +221,76 @@ static void async_batches_keep_order_and_commit(void **state)
     batch_run(true, "batch-async", "g-batch-async");
 }
 
+/* --- a revoke that abandons a batch in flight --- */
+
+typedef struct held_batch {
+    atomic_size_t n;         /* messages in the held batch, 0 until it starts */
+    _Atomic uint64_t ticket; /* its ticket */
+    atomic_int other_calls;  /* batches started after it (none may be) */
+} held_batch;
+
+static void hold_batch(rl_consumer_t *c, const rd_kafka_message_t *const *msgs, size_t n,
+                       uint64_t ticket)
+{
+    (void)msgs;
+    held_batch *h = ((cthread *)rl_consumer_get_data(c))->user;
+    if (atomic_load(&h->n)) {
+        atomic_fetch_add(&h->other_calls, 1);
+        return;
+    }
+    atomic_store(&h->ticket, ticket);
+    atomic_store(&h->n, n);
+}
+
+/* One key's 10 messages on one partition: a batch starts and is never completed. The close's
+ * revoke waits revoke_timeout_ms, then abandons it: every message of the batch counts as
+ * abandoned and stale, none as done (on the code that abandoned one job per ticket, the rest of
+ * the batch ended done with the first one's completion), nothing is committed past it, and the
+ * ticket answers RL_ESTALE afterwards. */
+static void revoke_abandons_a_whole_batch(void **state)
+{
+    (void)state;
+    const char *topic = "batch-abandon", *group = "g-batch-abandon";
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, 1, 1), 0);
+    producer p;
+    producer_start(&p, &k);
+    for (int s = 0; s < 10; s++)
+        produce_seq(&p, topic, 0, s);
+    producer_flush(&p);
+    producer_stop(&p);
+    held_batch h;
+    atomic_init(&h.n, 0);
+    atomic_init(&h.ticket, 0);
+    atomic_init(&h.other_calls, 0);
+    const char *topics[] = {topic};
+    cthread t;
+    ct_init(&t, consumer_conf(&k, group, "cooperative-sticky"), topics, 1, NULL, &h);
+    t.opts.handler = NULL;
+    t.opts.async_batch_handler = hold_batch;
+    t.opts.dispatch.lanes = NULL;
+    t.opts.dispatch.lane_count = 0;
+    t.opts.dispatch.batch_max = BATCH_MAX;
+    t.opts.revoke_timeout_ms = 300;
+    assert_rl_ok(ct_start(&t));
+    WAIT_FOR(atomic_load(&h.n) > 0, 60);
+    size_t n = atomic_load(&h.n);
+    assert_true(n >= 1 && n <= 10);
+    ct_stop(&t);
+    print_message("held a batch of %zu: abandoned %" PRIu64 ", stale %" PRIu64 ", returned %" PRIu64
+                  ", done %" PRIu64 "\n",
+                  n, t.last.abandoned, t.last.stale, t.last.returned, t.last.done);
+    assert_int_equal(t.last.abandoned, n);
+    assert_int_equal(t.last.stale, n);
+    assert_int_equal(t.last.done, 0);
+    assert_int_equal(atomic_load(&h.other_calls), 0);
+    assert_int_equal(rl_consumer_complete_batch(NULL, atomic_load(&h.ticket), (int[]){0}, 1),
+                     RL_EINVAL);
+    int64_t committed = 0;
+    committed_offsets(&k, group, topic, 1, &committed);
+    assert_true(committed <= 0); /* nothing past the abandoned batch's first offset */
+    ct_free(&t);
+}
+
 static int never_called(rl_consumer_t *c, const rd_kafka_message_t *m, uint32_t attempt)
 {
     (void)c;
@@ -298,6 +368,7 @@ int main(void)
         cmocka_unit_test(batch_options_refused),
         cmocka_unit_test(blocking_batches_keep_order_and_commit),
         cmocka_unit_test(async_batches_keep_order_and_commit),
+        cmocka_unit_test(revoke_abandons_a_whole_batch),
     };
     if (getenv("RINGLANE_TEST_FILTER"))
         cmocka_set_test_filter(getenv("RINGLANE_TEST_FILTER"));
