@@ -2,7 +2,8 @@
 /* ringlane: the ordered dispatcher (library ringlane_dispatch, on libuv).
  *
  * A dispatcher is attached to a caller's uv_loop_t. It has N lanes; each lane is one FIFO queue
- * with at most one job in flight. A job's key picks its lane through a consistent hash ring over
+ * with at most one job in flight (or, with batch_max, one batch of one key's jobs: see
+ * rl_dispatch_batch_fn). A job's key picks its lane through a consistent hash ring over
  * the lane names, so jobs with the same key run strictly in submission order (one at a time),
  * while jobs with different keys run in parallel on different lanes.
  *
