@@ -258,6 +258,15 @@ int rl_consumer_complete(rl_consumer_t *c, uint64_t ticket, int status)
     return rl_dispatch_complete(c->d_for_complete, ticket, status);
 }
 
+int rl_consumer_complete_batch(rl_consumer_t *c, uint64_t ticket, const int *status, size_t n)
+{
+    if (!c || !ticket || !status || !n)
+        return RL_EINVAL;
+    if (!c->async)
+        return RL_ESTATE;
+    return rl_dispatch_complete_batch(c->d_for_complete, ticket, status, n);
+}
+
 int rl_consumer_close(rl_consumer_t *c, rl_consumer_close_cb cb)
 {
     if (!c)
@@ -292,22 +301,34 @@ static int check_options(const rl_consumer_options *o)
         if (!o->topics[i] || !*o->topics[i])
             return rl_error_detail_set(RL_EINVAL, "topics[%zu] %s: a topic needs a name", i,
                                        o->topics[i] ? "\"\"" : "NULL");
-    if (!o->handler && !o->async_handler)
+    int handlers =
+        !!o->handler + !!o->async_handler + !!o->batch_handler + !!o->async_batch_handler;
+    if (!handlers)
         return rl_error_detail_set(RL_EINVAL, "handler and async_handler NULL: give exactly one "
                                               "(handler blocks on a lane worker, async_handler "
-                                              "starts the work on the loop)");
+                                              "starts the work on the loop; batch_handler and "
+                                              "async_batch_handler take batches)");
     if (o->handler && o->async_handler)
         return rl_error_detail_set(RL_EINVAL,
                                    "handler and async_handler both set: give exactly one");
+    if (handlers > 1)
+        return rl_error_detail_set(RL_EINVAL, "%s and %s both set: give exactly one handler",
+                                   o->handler         ? "handler"
+                                   : o->async_handler ? "async_handler"
+                                                      : "batch_handler",
+                                   o->async_batch_handler ? "async_batch_handler"
+                                                          : "batch_handler");
     const rl_dispatch_options *d = &o->dispatch;
-    const char *own = d->handler         ? "handler"
-                      : d->async_handler ? "async_handler"
-                      : d->on_done       ? "on_done"
-                      : d->on_capacity   ? "on_capacity"
-                      : d->data          ? "data"
-                      : d->on_stats      ? "on_stats"
-                      : d->stats_full    ? "stats_full"
-                                         : NULL;
+    const char *own = d->handler               ? "handler"
+                      : d->async_handler       ? "async_handler"
+                      : d->batch_handler       ? "batch_handler"
+                      : d->async_batch_handler ? "async_batch_handler"
+                      : d->on_done             ? "on_done"
+                      : d->on_capacity         ? "on_capacity"
+                      : d->data                ? "data"
+                      : d->on_stats            ? "on_stats"
+                      : d->stats_full          ? "stats_full"
+                                               : NULL;
     if (own)
         return rl_error_detail_set(RL_EINVAL,
                                    "dispatch.%s set: the consumer's own (give handler or "
@@ -604,8 +625,12 @@ int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_
         rc = rl_error_detail_set(RL_ENOMEM, "out of memory: a copy of dlq_topic");
 
     rl_dispatch_options dopts = opts->dispatch;
-    c->async = opts->async_handler != NULL;
-    if (c->async)
+    c->async = opts->async_handler || opts->async_batch_handler;
+    if (opts->async_batch_handler)
+        dopts.async_batch_handler = rl__job_async_batch;
+    else if (opts->batch_handler)
+        dopts.batch_handler = rl__job_batch_handler;
+    else if (c->async)
         dopts.async_handler = rl__job_async;
     else
         dopts.handler = rl__job_handler;

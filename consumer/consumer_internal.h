@@ -101,6 +101,7 @@ typedef struct rl__cjob {
     uint64_t taken_ms;              /* the loop's time when the consumer took it */
     atomic_uint failures; /* handler calls that failed (asynchronous: before the last start) */
     atomic_bool running;  /* a blocking handler is in its call now */
+    struct rl__cjob *batch_next; /* the next job of its asynchronous batch (same ticket) */
 } rl__cjob;
 
 /* This consumer's JoinGroup and SyncGroup requests in flight (group_watch.c), written by
@@ -234,6 +235,8 @@ void rl__drain_all_pending(rl_consumer_t *c);
 void rl__complete(rl_consumer_t *c, rl__part *p, int64_t offset);
 int rl__job_handler(rl_dispatcher_t *d, rl_dispatch_job *job);
 void rl__job_async(rl_dispatcher_t *d, rl_dispatch_job *job);
+int rl__job_batch_handler(rl_dispatcher_t *d, rl_dispatch_job *const *jobs, size_t n, int *status);
+void rl__job_async_batch(rl_dispatcher_t *d, rl_dispatch_job *const *jobs, size_t n);
 void rl__abandon(rl_consumer_t *c, rl__part *p);
 void rl__job_done(rl_dispatcher_t *d, rl_dispatch_job *job, int outcome);
 void rl__on_capacity(rl_dispatcher_t *d);

@@ -249,6 +249,15 @@ int rl__job_handler(rl_dispatcher_t *d, rl_dispatch_job *job)
     return rc;
 }
 
+int rl__job_batch_handler(rl_dispatcher_t *d, rl_dispatch_job *const *jobs, size_t n, int *status)
+{
+    rl_consumer_t *c = rl_dispatch_get_data(d);
+    const rd_kafka_message_t *msgs[RL_DISPATCH_BATCH_MAX];
+    for (size_t i = 0; i < n; i++)
+        msgs[i] = ((rl__cjob *)jobs[i]->data)->msg;
+    return c->opts.batch_handler(c, msgs, n, status);
+}
+
 static void unlink_started(rl__cjob *j)
 {
     if (!j->in_started)
@@ -266,6 +275,22 @@ static void unlink_started(rl__cjob *j)
 /* On the loop thread: starts an attempt of an asynchronous job. A job of a partition that is
  * being revoked (a retry that fell due after the revoke took the queued jobs back) or that is
  * no longer ours is not started: it ends at once and counts for nothing. */
+/* A started job waits in its partition's started list (rl__abandon looks there), put first:
+ * the jobs of a batch, linked last to first, then lie together in their order, so rl__abandon
+ * meets a batch's first job before the others. */
+static void link_started(rl__part *p, rl__cjob *j, uint64_t ticket)
+{
+    unlink_started(j);
+    j->ticket = ticket;
+    j->batch_next = NULL;
+    j->sprev = NULL;
+    j->snext = p->started;
+    if (p->started)
+        p->started->sprev = j;
+    p->started = j;
+    j->in_started = true;
+}
+
 void rl__job_async(rl_dispatcher_t *d, rl_dispatch_job *job)
 {
     rl_consumer_t *c = rl_dispatch_get_data(d);
@@ -276,17 +301,35 @@ void rl__job_async(rl_dispatcher_t *d, rl_dispatch_job *job)
         rl_dispatch_complete(d, job->ticket, 0);
         return;
     }
-    j->ticket = job->ticket;
     atomic_store_explicit(&j->failures, job->attempts, memory_order_relaxed);
-    if (!j->in_started) {
-        j->sprev = NULL;
-        j->snext = p->started;
-        if (p->started)
-            p->started->sprev = j;
-        p->started = j;
-        j->in_started = true;
-    }
+    link_started(p, j, job->ticket);
     c->opts.async_handler(c, j->msg, job->attempts + 1, job->ticket);
+}
+
+/* As rl__job_async for a batch: its jobs are of one tag, so of one partition; they are linked
+ * (batch_next) so that an abandon ends them together (they share the ticket). */
+void rl__job_async_batch(rl_dispatcher_t *d, rl_dispatch_job *const *jobs, size_t n)
+{
+    rl_consumer_t *c = rl_dispatch_get_data(d);
+    rl__cjob *first = jobs[0]->data;
+    rl__part *p = first->part;
+    bool gone = !p->assigned || p->revoking;
+    for (size_t i = 0; i < n && !gone; i++)
+        gone = ((rl__cjob *)jobs[i]->data)->epoch != p->epoch;
+    if (gone) {
+        for (size_t i = 0; i < n; i++)
+            ((rl__cjob *)jobs[i]->data)->abandoned = true;
+        rl_dispatch_complete(d, jobs[0]->ticket, 0);
+        return;
+    }
+    const rd_kafka_message_t *msgs[RL_DISPATCH_BATCH_MAX];
+    for (size_t i = n; i-- > 0;) {
+        rl__cjob *j = jobs[i]->data;
+        link_started(p, j, jobs[i]->ticket);
+        j->batch_next = i + 1 < n ? jobs[i + 1]->data : NULL;
+        msgs[i] = j->msg;
+    }
+    c->opts.async_batch_handler(c, msgs, n, jobs[0]->ticket);
 }
 
 /* Ends the partition's asynchronous jobs in flight now (a revoke that waited long enough, or a
@@ -299,16 +342,24 @@ void rl__abandon(rl_consumer_t *c, rl__part *p)
         next = j->snext;
         if (!j->ticket || j->abandoned)
             continue;
-        j->abandoned = true;
-        if (rl_dispatch_complete(c->d, j->ticket, 0) == 0) {
-            c->stats.abandoned++;
-            if (j->live && p->live)
-                p->live--;
-            j->live = false;
-        } else {
-            j->abandoned = false; /* completed or timed out meanwhile: it ends on its own */
+        /* A job and the rest of its batch, if any: one ticket ends them all. The first job of
+         * a batch comes first in the list; a later one met first has a void ticket (its batch
+         * ended, the first with it) and ends on its own. */
+        uint64_t ticket = j->ticket;
+        for (rl__cjob *b = j; b; b = b->batch_next)
+            b->abandoned = true;
+        bool ended = rl_dispatch_complete(c->d, ticket, 0) == 0;
+        for (rl__cjob *b = j; b; b = b->batch_next) {
+            if (ended) {
+                c->stats.abandoned++;
+                if (b->live && p->live)
+                    p->live--;
+                b->live = false;
+            } else {
+                b->abandoned = false; /* completed or timed out meanwhile: it ends on its own */
+            }
+            b->ticket = 0;
         }
-        j->ticket = 0;
     }
 }
 

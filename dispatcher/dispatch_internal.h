@@ -238,6 +238,8 @@ typedef struct rl__lane {
     uint64_t cur_hash;
     int64_t cur_tag;
     rl__job *cur_job;
+    /* Batches: the jobs in flight after cur_job, of its key and tag, in order (batch.c). */
+    rl__jobq batch;
     uint64_t cur_ticket; /* asynchronous: the ticket of the attempt pending completion, or 0 */
     uint64_t gen;        /* changes with each retry delay: names it to the timer */
     uint32_t timer_refs; /* timer entries that name this lane (it is not freed before 0) */
@@ -671,6 +673,30 @@ void rl__job_finished(rl__lane *l, rl__job *j, int outcome);
  * mutex is kept for the next start. Called without l->mu, returns with it. */
 void rl__job_succeeded(rl__lane *l, rl__job *j);
 
+/* lane.c, for batch.c. Publishes a job that ended (see rl__job_finished); the lane still
+ * holds its key. Returns the queue-to-done latency when it was sampled. */
+uint64_t rl__job_publish(rl_dispatcher_t *d, rl__job *j, int outcome, bool *sampled);
+/* Under l->mu: counts an ended job (DONE or DEAD) in the lane's statistics. */
+void rl__lane_count_end(rl__lane *l, bool sampled, uint64_t latency, int outcome);
+/* An attempt of j failed with rc (no lock held): counts it and answers its outcome,
+ * RL_DISPATCH_DEAD or RL_DISPATCH_RETURNED, or -1 when it is to be retried. */
+int rl__attempt_failed(rl__lane *l, rl__job *j, int rc);
+/* Retries j later with its key parked, `rest` (may be NULL: the jobs of j's batch after it)
+ * parked behind it. True when the lane's unit in flight is over; false when the lane waits
+ * with it (no memory to park). */
+bool rl__attempt_retry(rl__lane *l, rl__job *j, rl__jobq *rest);
+
+/* batch.c. Under l->mu, l owned: j (just made the job in flight by rl__lane_next) and the
+ * key's next jobs of its tag make a batch of at most max: jobs[] gets them, in order, and
+ * l->batch those after j. Returns how many. */
+size_t rl__batch_take(rl__lane *l, rl__job *j, rl_dispatch_job **jobs, size_t max);
+/* The batch in flight on l (cur_job and l->batch) ended (no lock held): status[i] per job,
+ * or, status NULL, rc for the whole batch. True when the lane's unit in flight is over. */
+bool rl__batch_ended(rl__lane *l, const int *status, int rc);
+/* A worker runs a batch from j on l (owned; l->mu held, and held again on return). True when
+ * the lane may go on. */
+bool rl__batch_serve(rl__lane *l, rl__job *j);
+
 /* Wakes rl_dispatch_wait_tag callers, if any (no lane mutex held). */
 void rl__wake_tag_waiters(rl_dispatcher_t *d);
 
@@ -714,9 +740,10 @@ uint64_t rl__timers_next(rl_dispatcher_t *d); /* loop thread: the next due time,
 void rl__timers_free(rl_dispatcher_t *d);
 
 /* retry_park.c */
-/* The attempt of l's job j failed and is to be retried: parks its key at the key's owner and
- * lets l go on with other keys. RL_ENOMEM changes nothing (the caller makes the lane wait). */
-int rl__park_for_retry(rl__lane *l, rl__job *j, uint64_t due_ns);
+/* The attempt of l's job j failed and is to be retried: parks its key at the key's owner, with
+ * `rest` (may be NULL: the jobs of j's batch after it) first behind it, and lets l go on with
+ * other keys. RL_ENOMEM changes nothing (the caller makes the lane wait). */
+int rl__park_for_retry(rl__lane *l, rl__job *j, rl__jobq *rest, uint64_t due_ns);
 rl__park *rl__park_for(const rl__lane *holder, uint64_t hash); /* under holder->mu */
 void rl__park_due(rl_dispatcher_t *d, rl__park *p);            /* loop thread: the timer */
 /* Under the holder's mutex: takes the jobs of `tag` from the lane's parks into out (in order

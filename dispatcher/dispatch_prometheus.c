@@ -24,7 +24,9 @@ static const lane_metric lane_metrics[] = {
     {"ringlane_dispatch_lane_retry_parked", "gauge", "Keys parked in the lane for a retry.",
      LANE_FIELD(retry_parked)},
     {"ringlane_dispatch_lane_in_flight", "gauge",
-     "Jobs of the lane in their handler or pending completion (0 or 1).", LANE_FIELD(in_flight)},
+     "Jobs of the lane in their handler or pending completion (0 or 1; up to batch_max with "
+     "batches).",
+     LANE_FIELD(in_flight)},
     {"ringlane_dispatch_lane_processed_total", "counter",
      "Jobs that ended in the lane (done and dead-lettered).", LANE_FIELD(processed)},
     {"ringlane_dispatch_lane_failed_total", "counter", "Handler calls of the lane that failed.",

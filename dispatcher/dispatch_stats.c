@@ -51,7 +51,7 @@ static void lane_stats(rl__lane *l, int retiring, rl_dispatch_lane_stats *s, uin
     s->depth = l->queue.len;
     s->parked = l->parked;
     s->retry_parked = l->nparks;
-    s->in_flight = l->busy && l->cur_job ? 1 : 0;
+    s->in_flight = l->busy && l->cur_job ? 1 + l->batch.len : 0;
     s->processed = l->processed;
     s->failed = l->failed;
     s->retried = l->retried;
@@ -175,7 +175,7 @@ static void top_sort(rl__busy_lane *h, size_t n)
 static uint64_t lane_held(rl__lane *l)
 {
     rl__lock(&l->mu);
-    uint64_t held = l->queue.len + l->parked + (l->busy && l->cur_job ? 1 : 0);
+    uint64_t held = l->queue.len + l->parked + (l->busy && l->cur_job ? 1 + l->batch.len : 0);
     if (!held && l->nparks)
         held = 1; /* a key parked for its retry holds its lane */
     rl__unlock(&l->mu);

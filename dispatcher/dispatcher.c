@@ -457,6 +457,7 @@ static void close_lane(rl_dispatcher_t *d, rl__lane *l, int mode, bool *taken)
         rl__parks_return_all(l, &d->returned);
         if (l->busy && l->cur_job && (l->in_backoff || l->retry_due)) {
             rl__jobq_push(&d->returned, l->cur_job);
+            rl__jobq_append(&d->returned, &l->batch); /* the rest of its batch */
             l->cur_job = NULL;
             *taken = true;
         }
@@ -538,15 +539,44 @@ static int check_stats_options(const rl_dispatch_options *o)
     return 0;
 }
 
-static int check_options(const rl_dispatch_options *o)
+/* The handlers: exactly one, and batch_max only with a batch handler. */
+static int check_handler_options(const rl_dispatch_options *o)
 {
-    if (!o->handler && !o->async_handler)
+    int given = !!o->handler + !!o->async_handler + !!o->batch_handler + !!o->async_batch_handler;
+    if (!given)
         return rl_error_detail_set(RL_EINVAL, "handler and async_handler NULL: give exactly one "
                                               "(handler blocks on a worker thread, async_handler "
-                                              "starts the job on the loop)");
+                                              "starts the job on the loop; batch_handler and "
+                                              "async_batch_handler take batches)");
     if (o->handler && o->async_handler)
         return rl_error_detail_set(RL_EINVAL,
                                    "handler and async_handler both set: give exactly one");
+    if (given > 1)
+        return rl_error_detail_set(RL_EINVAL, "%s and %s both set: give exactly one handler",
+                                   o->handler         ? "handler"
+                                   : o->async_handler ? "async_handler"
+                                                      : "batch_handler",
+                                   o->async_batch_handler ? "async_batch_handler"
+                                                          : "batch_handler");
+    if (o->batch_max > RL_DISPATCH_BATCH_MAX)
+        return rl_error_detail_set(RL_ERANGE,
+                                   "batch_max %u: over RL_DISPATCH_BATCH_MAX (%u jobs per handler "
+                                   "call; 0 and 1: one job per call)",
+                                   o->batch_max, RL_DISPATCH_BATCH_MAX);
+    if (o->batch_max > 1 && !o->batch_handler && !o->async_batch_handler)
+        return rl_error_detail_set(RL_EINVAL,
+                                   "batch_max %u with %s: batches go to batch_handler or "
+                                   "async_batch_handler (0 and 1: one job per call)",
+                                   o->batch_max, o->handler ? "handler" : "async_handler");
+    return 0;
+}
+
+static int check_options(const rl_dispatch_options *o)
+{
+    int rc = check_handler_options(o);
+    if (rc)
+        return rc;
+    bool blocking = o->handler || o->batch_handler;
     if (o->lane_count == 0)
         return o->lanes
                    ? rl_error_detail_set(RL_EINVAL,
@@ -569,12 +599,12 @@ static int check_options(const rl_dispatch_options *o)
                                    "backoff_max_ms %u below backoff_ms %u: the largest delay must "
                                    "be at least the first",
                                    o->backoff_max_ms, o->backoff_ms);
-    if (o->async_handler && o->workers)
+    if (!blocking && o->workers)
         return rl_error_detail_set(RL_EINVAL,
                                    "workers %u with async_handler: workers are for blocking "
                                    "handlers; an asynchronous lane needs no thread",
                                    o->workers);
-    if (o->handler && o->job_timeout_ms)
+    if (blocking && o->job_timeout_ms)
         return rl_error_detail_set(RL_EINVAL,
                                    "job_timeout_ms %u with handler: the time limit is for "
                                    "async_handler (a blocking call cannot be cut short)",
@@ -587,7 +617,7 @@ static int check_options(const rl_dispatch_options *o)
         return rl_error_detail_set(RL_ERANGE,
                                    "workers %u: over RL_DISPATCH_THREADS_MAX (%u threads)",
                                    o->workers, RL_DISPATCH_THREADS_MAX);
-    if (o->handler && !o->workers && o->lane_count > RL_DISPATCH_THREADS_MAX)
+    if (blocking && !o->workers && o->lane_count > RL_DISPATCH_THREADS_MAX)
         return rl_error_detail_set(RL_ERANGE,
                                    "lane_count %zu with workers 0: a thread per lane is over "
                                    "RL_DISPATCH_THREADS_MAX (%u threads); set workers (a pool "
@@ -720,7 +750,7 @@ int rl_dispatch_init(struct uv_loop_s *loop, const rl_dispatch_options *opts, rl
     d->opts = *opts;
     d->opts.lanes = NULL;
     d->opts.lane_count = 0;
-    d->async_mode = opts->async_handler != NULL;
+    d->async_mode = opts->async_handler || opts->async_batch_handler;
     d->cores = uv_available_parallelism();
     d->rounds_unfed = FEEDING_ROUNDS; /* it feeds once it submits */
     d->hash_ring = hash_ring;

@@ -38,6 +38,11 @@ static bool serve_lane(rl_dispatcher_t *d, rl__lane *l)
             }
             break;
         }
+        if (d->opts.batch_handler) {
+            if (!rl__batch_serve(l, j))
+                break; /* the batch's failed job waits in place for its retry */
+            continue;
+        }
         rl__unlock(&l->mu);
         int rc = d->opts.handler(d, &j->pub);
         if (rc == 0) {
@@ -248,6 +253,8 @@ void rl__pool_stop(rl_dispatcher_t *d)
 
 void rl__run_async_ready(rl_dispatcher_t *d)
 {
+    rl_dispatch_job *batch[RL_DISPATCH_BATCH_MAX]; /* async_batch_handler's jobs */
+    size_t batch_max = d->opts.batch_max > 1 ? d->opts.batch_max : 1;
     for (int n = 0; n < ASYNC_BATCH; n++) {
         rl__lock(&d->ready_mu);
         rl__lane *l = ready_pop(d);
@@ -259,6 +266,7 @@ void rl__run_async_ready(rl_dispatcher_t *d)
         rl__job *returned;
         rl__job *j = rl__lane_next(l, &returned);
         uint64_t ticket = 0;
+        size_t batch_n = 0;
         if (j) {
             d->ticket_gen = (d->ticket_gen + 1) & TICKET_COUNT_MASK;
             if (!d->ticket_gen)
@@ -266,6 +274,11 @@ void rl__run_async_ready(rl_dispatcher_t *d)
             ticket = ((uint64_t)l->slot << TICKET_COUNT_BITS) | d->ticket_gen;
             l->cur_ticket = ticket;
             j->pub.ticket = ticket;
+            if (d->opts.async_batch_handler) {
+                batch_n = rl__batch_take(l, j, batch, batch_max);
+                for (size_t i = 1; i < batch_n; i++)
+                    batch[i]->ticket = ticket; /* one ticket names the batch */
+            }
             if (d->opts.job_timeout_ms)
                 l->timer_refs++;
         }
@@ -287,7 +300,10 @@ void rl__run_async_ready(rl_dispatcher_t *d)
         }
         rl__lane *outer = rl__worker_lane; /* wait_tag inside a handler may start others */
         rl__worker_lane = l; /* wait_tag from the handler on its own job's tag: RL_ESTATE */
-        d->opts.async_handler(d, &j->pub); /* may complete the job inside */
+        if (batch_n)
+            d->opts.async_batch_handler(d, batch, batch_n); /* may complete it inside */
+        else
+            d->opts.async_handler(d, &j->pub); /* may complete the job inside */
         rl__worker_lane = outer;
     }
     uv_async_send(&d->async); /* more may be ready: after the loop's other work */
@@ -307,13 +323,19 @@ static rl__lane *ticket_lane(rl_dispatcher_t *d, uint64_t ticket)
     return NULL;
 }
 
-int rl__attempt_claim(rl_dispatcher_t *d, uint64_t ticket, rl__lane **lane, rl__job **job)
+/* As rl__attempt_claim; n, when not 0, is the length the batch must have (else RL_EINVAL and
+ * nothing claimed). */
+static int claim(rl_dispatcher_t *d, uint64_t ticket, size_t n, rl__lane **lane, rl__job **job)
 {
     pthread_rwlock_rdlock(&d->route_lock);
     rl__lane *l = ticket_lane(d, ticket);
     pthread_rwlock_unlock(&d->route_lock);
     if (!l)
         return RL_ESTALE;
+    if (n && n != 1 + l->batch.len) {
+        rl__unlock(&l->mu);
+        return RL_EINVAL;
+    }
     /* Claimed: no one else can end this attempt now (the ticket is void), and the lane stays
      * busy, so it is not freed, until the attempt has ended. */
     l->cur_ticket = 0;
@@ -321,6 +343,11 @@ int rl__attempt_claim(rl_dispatcher_t *d, uint64_t ticket, rl__lane **lane, rl__
     *lane = l;
     rl__unlock(&l->mu);
     return 0;
+}
+
+int rl__attempt_claim(rl_dispatcher_t *d, uint64_t ticket, rl__lane **lane, rl__job **job)
+{
+    return claim(d, ticket, 0, lane, job);
 }
 
 int rl_dispatch_complete(rl_dispatcher_t *d, uint64_t ticket, int status)
@@ -335,6 +362,22 @@ int rl_dispatch_complete(rl_dispatcher_t *d, uint64_t ticket, int status)
     int rc = rl__attempt_claim(d, ticket, &l, &j);
     if (!rc)
         rl__attempt_ended(l, j, status);
+    rl__leave(d);
+    return rc;
+}
+
+int rl_dispatch_complete_batch(rl_dispatcher_t *d, uint64_t ticket, const int *status, size_t n)
+{
+    if (!d || !ticket || !status || !n)
+        return RL_EINVAL;
+    if (!d->async_mode)
+        return RL_ESTATE;
+    rl__enter(d);
+    rl__lane *l;
+    rl__job *j;
+    int rc = claim(d, ticket, n, &l, &j);
+    if (!rc)
+        rl__batch_ended(l, status, 0);
     rl__leave(d);
     return rc;
 }

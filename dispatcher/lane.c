@@ -205,35 +205,35 @@ static uint64_t backoff_ns(const rl_dispatch_options *o, uint32_t attempts)
     return ms * 1000000u;
 }
 
-bool rl__attempt_ended(rl__lane *l, rl__job *j, int rc)
+int rl__attempt_failed(rl__lane *l, rl__job *j, int rc)
 {
-    rl_dispatcher_t *d = l->d;
     j->pub.attempts++;
     j->pub.status = rc;
-    if (rc == 0) {
-        rl__job_finished(l, j, RL_DISPATCH_DONE);
-        return true;
-    }
     rl__lock(&l->mu);
     l->failed++;
     int outcome = -1;
-    if (j->pub.attempts >= d->opts.max_attempts)
+    if (j->pub.attempts >= l->d->opts.max_attempts)
         outcome = RL_DISPATCH_DEAD;
     else if (l->stopping)
         outcome = RL_DISPATCH_RETURNED;
-    if (outcome >= 0) {
-        rl__unlock(&l->mu);
-        rl__job_finished(l, j, outcome);
-        return true;
-    }
+    rl__unlock(&l->mu);
+    return outcome;
+}
+
+bool rl__attempt_retry(rl__lane *l, rl__job *j, rl__jobq *rest)
+{
+    rl_dispatcher_t *d = l->d;
     /* The retry waits on the loop's timer with its key parked: the key's later jobs wait
      * behind it, the lane goes on with its other keys (retry_park.c). */
-    rl__unlock(&l->mu);
     uint64_t due = uv_hrtime() + backoff_ns(&d->opts, j->pub.attempts);
-    if (rl__park_for_retry(l, j, due) == 0)
+    if (rl__park_for_retry(l, j, rest, due) == 0)
         return true;
-    /* No memory to park it: the lane waits with the job instead, as it did before parking. */
+    /* No memory to park it: the lane waits with the job instead, as it did before parking
+     * (and with the rest of its batch, which runs again behind it). */
     rl__lock(&l->mu);
+    l->cur_job = j;
+    if (rest)
+        rl__jobq_append(&l->batch, rest);
     l->retried++;
     l->in_backoff = true;
     uint64_t gen = ++l->gen;
@@ -250,6 +250,26 @@ bool rl__attempt_ended(rl__lane *l, rl__job *j, int rc)
         rl__unlock(&l->mu);
     }
     return false;
+}
+
+bool rl__attempt_ended(rl__lane *l, rl__job *j, int rc)
+{
+    /* A batch in flight: l->batch is the ender's to read (written at the start, before the
+     * handler call or the ticket, under the mutex the claim takes). */
+    if (l->batch.len)
+        return rl__batch_ended(l, NULL, rc);
+    if (rc == 0) {
+        j->pub.attempts++;
+        j->pub.status = 0;
+        rl__job_finished(l, j, RL_DISPATCH_DONE);
+        return true;
+    }
+    int outcome = rl__attempt_failed(l, j, rc);
+    if (outcome >= 0) {
+        rl__job_finished(l, j, outcome);
+        return true;
+    }
+    return rl__attempt_retry(l, j, NULL);
 }
 
 /* Pushes a finished job onto the completion stack and wakes the loop when the stack was empty
@@ -277,8 +297,7 @@ void rl__wake_tag_waiters(rl_dispatcher_t *d)
     }
 }
 
-/* Under l->mu: the lane's statistics and state once its job in flight has ended. */
-static void lane_after_job(rl__lane *l, bool sampled, uint64_t latency, int outcome)
+void rl__lane_count_end(rl__lane *l, bool sampled, uint64_t latency, int outcome)
 {
     if (outcome == RL_DISPATCH_DONE || outcome == RL_DISPATCH_DEAD) {
         l->processed++;
@@ -289,6 +308,12 @@ static void lane_after_job(rl__lane *l, bool sampled, uint64_t latency, int outc
         if (sampled && l->hist)
             rl__hist_add(l->hist, latency);
     }
+}
+
+/* Under l->mu: the lane's statistics and state once its job in flight has ended. */
+static void lane_after_job(rl__lane *l, bool sampled, uint64_t latency, int outcome)
+{
+    rl__lane_count_end(l, sampled, latency, outcome);
     l->busy = false;
     l->in_backoff = false;
     l->retry_due = false;
@@ -331,7 +356,7 @@ static void let_go(rl__lane *l, bool sampled, uint64_t latency, int outcome)
 /* Publishes a job that ended (on the completion stack, or with the jobs a STOP close hands
  * back): before the lane lets go of the key, so that on_done calls of one key keep their order.
  * The job is not touched after this. Returns its queue-to-done latency when it was sampled. */
-static uint64_t publish_end(rl_dispatcher_t *d, rl__job *j, int outcome, bool *sampled)
+uint64_t rl__job_publish(rl_dispatcher_t *d, rl__job *j, int outcome, bool *sampled)
 {
     *sampled = false;
     if (outcome != RL_DISPATCH_DONE && outcome != RL_DISPATCH_DEAD) {
@@ -359,7 +384,7 @@ void rl__job_succeeded(rl__lane *l, rl__job *j)
     j->pub.attempts++;
     j->pub.status = 0;
     bool sampled;
-    uint64_t latency = publish_end(l->d, j, RL_DISPATCH_DONE, &sampled);
+    uint64_t latency = rl__job_publish(l->d, j, RL_DISPATCH_DONE, &sampled);
     rl__lock(&l->mu);
     if (!l->fence.active) {
         /* Owned, so no executor takes the lane meanwhile and the loop does not want it. */
@@ -381,7 +406,17 @@ void rl__job_succeeded(rl__lane *l, rl__job *j)
 void rl__job_finished(rl__lane *l, rl__job *j, int outcome)
 {
     bool sampled;
-    uint64_t latency = publish_end(l->d, j, outcome, &sampled);
+    uint64_t latency = rl__job_publish(l->d, j, outcome, &sampled);
+    if (l->batch.len) {
+        /* A batch handed back before its next attempt (a STOP close): the rest of it goes
+         * back too, behind j. Only the lane's executor ends it, so l->batch is its to read. */
+        rl__lock(&l->mu);
+        rl__jobq rest = l->batch;
+        l->batch = (rl__jobq){0};
+        rl__unlock(&l->mu);
+        for (rl__job *b; (b = rl__jobq_pop(&rest));)
+            rl__job_publish(l->d, b, outcome, &(bool){false});
+    }
     let_go(l, sampled, latency, outcome);
 }
 

@@ -4,7 +4,8 @@
  * THE PROTOCOL
  *
  * Routing is a ring over lane names. A key's jobs live in exactly one place at a time: its
- * lane's queue, or the parked list of a fence (below). A lane has at most one job in flight:
+ * lane's queue, or the parked list of a fence (below). A lane has at most one job in flight (or
+ * one batch of one key's jobs: BATCHES, below):
  * in a blocking handler on a pool worker, pending an asynchronous completion, or waiting for
  * its retry on the loop's timer (lane.busy, under the lane's mutex). What runs it does not
  * matter here: the protocol reads only the lane's state, so it is the same for every kind of
@@ -81,6 +82,33 @@
  * it too), and the bounded statistics read it under the lock for reading. A removed lane leaves the
  * list at its change and is never put on it again (its fence and parks are looked at through
  * d->retiring).
+ *
+ * BATCHES
+ *
+ * With batch_max over 1 a lane's "job in flight" is a batch: up to batch_max jobs of one key and
+ * one tag, the key's next ones, taken from its queue in order (batch.c; other keys' jobs
+ * between them stay queued in their order). Everything above
+ * reads "the lane's in-flight job" as the batch: cur_hash is its key, so step B arms the one
+ * fence the batch needs when a change takes its key away; the fence is released when the last
+ * job of the batch has ended, so the key's jobs at the holder wait for the whole batch (I4);
+ * the batch's jobs are on no list (like a lone job in flight), so steps 0 to C neither count
+ * nor move them. A batch of several keys would break I2 (one fence per lane: it would need one
+ * per key), and a key moving away would wait for other keys' jobs; a batch of one key changes
+ * nothing here. Why that costs little: keys share a lane only when they outnumber the lanes,
+ * and then a batch is the run of one key's jobs at the head of the queue.
+ *
+ * When a job of a batch fails, the jobs of the batch after it are of its key and have not ended:
+ *  - a retry parks them behind it, first in the park (retry_park.c), before the key's jobs
+ *    queued at the owner or parked at a fence (which came later): I1 and I3 hold, and the park
+ *    makes room for them at its holder as for the others (I5; RL_ENOMEM: the lane keeps the job
+ *    and them in flight and waits for the retry, as a lone job does);
+ *  - a dead letter ends the job, and they stay the lane's unit in flight and run again at once
+ *    (retry_due): the lane never let the key go, so neither a fence nor room is needed, and no
+ *    other job of the key can start before them;
+ *  - a STOP close hands them back with it, in order.
+ * take_tag and a STOP close take a batch waiting for its retry in place (RL_ENOMEM above, or a
+ * dead letter's rest) whole: cur_job and the jobs after it. test_dispatch_batch checks each case
+ * and test_dispatch_order runs the checker with batches through lane changes.
  *
  * LOCAL REMOVES
  *

@@ -18,6 +18,10 @@
  *     goes to the queue without allocating; a lane change moves a park whole to the key's new
  *     owner (step A), counting it as incoming there first (step 0).
  *
+ * A job that fails inside a batch (batch.c) parks the same way, with the batch's jobs after it
+ * (of its key, not ended) first in `later`, before the key's queued or fenced jobs: they came
+ * before those. The park makes room for them too; they count in the holder's `parked`.
+ *
  * A park's timer entry names it until it fires (the delay is at most backoff_max_ms), so until
  * then only the timer frees it; take_tag and a STOP close unlink it when they hand its jobs
  * back. Once fired (timer_done), whoever unlinks it frees it: the start of its job, or those.
@@ -79,8 +83,9 @@ static void unpark_into_queue(rl__lane *h, rl__park *p)
     rl__lane_ready(h);
 }
 
-int rl__park_for_retry(rl__lane *l, rl__job *j, uint64_t due_ns)
+int rl__park_for_retry(rl__lane *l, rl__job *j, rl__jobq *rest, uint64_t due_ns)
 {
+    size_t rest_len = rest ? rest->len : 0;
     rl_dispatcher_t *d = l->d;
     rl__park *p = calloc(1, sizeof *p);
     if (!p)
@@ -94,7 +99,7 @@ int rl__park_for_retry(rl__lane *l, rl__job *j, uint64_t due_ns)
     rl__unlock(&l->mu);
     rl__lock(&h->mu);
     /* Room in the holder's queue for every parked job, the retrying one included. */
-    if (rl__lq_reserve(&h->queue, h->queue.len + h->parked + 1) != 0) {
+    if (rl__lq_reserve(&h->queue, h->queue.len + h->parked + 1 + rest_len) != 0) {
         rl__unlock(&h->mu);
         pthread_rwlock_unlock(&d->route_lock);
         free(p);
@@ -112,9 +117,12 @@ int rl__park_for_retry(rl__lane *l, rl__job *j, uint64_t due_ns)
         }
         f->next_held = NULL;
         h->parked -= f->parked.len;
-        p->later = f->parked;
-        f->parked = (rl__jobq){0};
+        if (rest)
+            rl__jobq_append(&p->later, rest); /* the batch's jobs after j come first */
+        rl__jobq_append(&p->later, &f->parked);
     } else {
+        if (rest)
+            rl__jobq_append(&p->later, rest);
         /* The key's jobs queued here, in order, join the park. */
         rl__lq *q = &h->queue;
         size_t kept = 0;

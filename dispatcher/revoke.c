@@ -28,6 +28,7 @@ static bool take_from_lane(rl__lane *l, int64_t tag, rl__jobq *out)
     /* A job waiting for a retry has not started its next attempt: it can go back too. */
     if (l->busy && l->cur_job && (l->in_backoff || l->retry_due) && l->cur_job->pub.tag == tag) {
         rl__jobq_push(out, l->cur_job);
+        rl__jobq_append(out, &l->batch); /* the rest of its batch, given again behind it */
         l->cur_job = NULL;
         return true;
     }

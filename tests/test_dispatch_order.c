@@ -62,10 +62,14 @@ typedef struct job_rec {
     atomic_uint calls;     /* handler calls */
 } job_rec;
 
-/* An asynchronous attempt waiting for a completer thread. */
+#define JOB_BATCH_MAX 8 /* the batch modes' batch_max */
+
+/* An asynchronous attempt waiting for a completer thread: one job, or a batch (r[0..n-1] were
+ * started, the last one failed when fail; a batch of `len` jobs in all). */
 typedef struct pending {
     uint64_t ticket;
-    job_rec *r;
+    job_rec *r[JOB_BATCH_MAX];
+    size_t n, len;
     bool fail;
 } pending;
 
@@ -75,7 +79,9 @@ typedef struct key_state {
     atomic_int submitted;    /* jobs accepted so far (the next seq) */
     /* loop thread only */
     int next_end;   /* every job below it has ended, but for the gap */
-    bool gap_open;  /* next_end is still in its handler while later ones were handed back */
+    bool gap_open;  /* next_end (up to gap_first - 1: a batch) is still in its handler while
+                       later ones were handed back */
+    int gap_first;  /* with a gap: the first job that ended ahead */
     int ahead_next; /* with a gap: the next seq expected to end after it */
     int barrier, take_min, take_max, take_n;
 } key_state;
@@ -113,7 +119,10 @@ typedef struct world {
     bool closing;
     int closed;
     job_rec *barrier;
-    int mode; /* how jobs run: a mode_names entry */
+    int mode;    /* how jobs run: a mode_names entry */
+    int gap_max; /* jobs of one key in flight at once: 1, JOB_BATCH_MAX in the batch modes */
+    atomic_uint_fast64_t batches, batched_jobs; /* batch modes: handler calls with more than
+                                                   one job, and their jobs */
     /* MODE_LOOPFED: the loop thread is submitter 0 (from on_done and its idle turns) */
     bool loop_feeds;
     uint64_t loop_rng;
@@ -194,12 +203,13 @@ static int key_name(int key, char *buf, size_t cap)
     return snprintf(buf, cap, "%04x-key-%d", (unsigned)key * 131u % 65536u, key);
 }
 
-/* The start of an attempt: the checks, and whether it fails. */
-static bool attempt_start(world *w, job_rec *r, const rl_dispatch_job *job)
+/* The start of an attempt: the checks, and whether it fails. `held`: a later job of a batch,
+ * whose key its first job took. */
+static bool attempt_start_in(world *w, job_rec *r, const rl_dispatch_job *job, bool held)
 {
     atomic_fetch_add(&r->calls, 1);
     key_state *k = &w->keys[r->key];
-    if (atomic_exchange(&k->inside, 1) != 0) {
+    if (!held && atomic_exchange(&k->inside, 1) != 0) {
         atomic_fetch_add(&w->violations, 1);
         violation(w, "key %d: job %d started while another job of the key was in its handler",
                   r->key, r->seq, 0);
@@ -218,14 +228,49 @@ static bool attempt_start(world *w, job_rec *r, const rl_dispatch_job *job)
     return dead || (h % 64 == 0 && job->attempts + 1 < MAX_ATTEMPTS);
 }
 
-/* The end of an attempt (before the dispatcher hears of it). */
-static void attempt_end(world *w, job_rec *r, bool fail)
+static bool attempt_start(world *w, job_rec *r, const rl_dispatch_job *job)
+{
+    return attempt_start_in(w, r, job, false);
+}
+
+/* The end of an attempt (before the dispatcher hears of it); `release`: the key is let go (a
+ * lone job, or the last job of a batch the handler runs). */
+static void attempt_end_in(world *w, job_rec *r, bool fail, bool release)
 {
     if (fail)
         atomic_fetch_add(&w->failures, 1);
     else
         atomic_store(&r->completed, true);
-    atomic_store(&w->keys[r->key].inside, 0);
+    if (release)
+        atomic_store(&w->keys[r->key].inside, 0);
+}
+
+static void attempt_end(world *w, job_rec *r, bool fail)
+{
+    attempt_end_in(w, r, fail, true);
+}
+
+/* A batch handed to a handler: one key, consecutive jobs of it (each job's own order is checked
+ * as it starts). */
+static void check_batch(world *w, rl_dispatch_job *const *jobs, size_t n)
+{
+    const job_rec *first = jobs[0]->data;
+    if (n > JOB_BATCH_MAX) {
+        atomic_fetch_add(&w->violations, 1);
+        violation(w, "key %d: job %d came in a batch of %d", first->key, first->seq, (int)n);
+    }
+    for (size_t i = 1; i < n; i++) {
+        const job_rec *r = jobs[i]->data;
+        const job_rec *prev = jobs[i - 1]->data;
+        if (r->key != first->key || r->seq <= prev->seq) {
+            atomic_fetch_add(&w->violations, 1);
+            violation(w, "key %d: job %d in a batch after key %d's job", r->key, r->seq, prev->key);
+        }
+    }
+    if (n > 1) {
+        atomic_fetch_add(&w->batches, 1);
+        atomic_fetch_add(&w->batched_jobs, n);
+    }
 }
 
 /* Blocking: a worker thread, a dedicated one or one of a shared pool. */
@@ -247,6 +292,31 @@ static int handler(rl_dispatcher_t *d, rl_dispatch_job *job)
         sched_yield(); /* let other lanes interleave */
     attempt_end(w, r, fail);
     return fail ? -1 : 0;
+}
+
+/* Blocking batches: the key is taken once for the batch; its jobs run in order up to the first
+ * failure, which ends the call (the jobs after it come again behind it, so their statuses are
+ * left as they are: the dispatcher must not read them). */
+static int batch_handler(rl_dispatcher_t *d, rl_dispatch_job *const *jobs, size_t n, int *status)
+{
+    world *w = rl_dispatch_get_data(d);
+    if (((job_rec *)jobs[0]->data)->key == BARRIER_KEY && n == 1)
+        return handler(d, jobs[0]);
+    check_batch(w, jobs, n);
+    for (size_t i = 0; i < n; i++) {
+        job_rec *r = jobs[i]->data;
+        bool fail = attempt_start_in(w, r, jobs[i], i > 0);
+        if (rl_mix64((uint64_t)r->seq ^ ((uint64_t)r->key << 40)) % 97 == 1)
+            sched_yield();
+        attempt_end_in(w, r, fail, fail || i + 1 == n);
+        if (fail) {
+            if (i == 0 && r->seq % 2)
+                return -1; /* the whole batch's status: the first job's failure */
+            status[i] = -1;
+            return 0;
+        }
+    }
+    return 0;
 }
 
 /* Asynchronous: started on the loop; a third of the attempts complete at once (inside the
@@ -275,7 +345,58 @@ static void async_handler(rl_dispatcher_t *d, rl_dispatch_job *job)
         w->pend = realloc(w->pend, w->pend_cap * sizeof *w->pend);
         assert_non_null(w->pend);
     }
-    w->pend[w->npend++] = (pending){job->ticket, r, fail};
+    w->pend[w->npend++] = (pending){job->ticket, {r}, 1, 1, fail};
+    uv_cond_signal(&w->pend_cv);
+    uv_mutex_unlock(&w->pend_mu);
+}
+
+/* Ends a started batch: its jobs' ends (the key let go with the last one started), then its
+ * completion, one status per job (rl_dispatch_complete_batch) or, when it can say the same,
+ * one for the batch (rl_dispatch_complete). */
+static void complete_pending(world *w, const pending *p)
+{
+    int status[JOB_BATCH_MAX] = {0};
+    for (size_t i = 0; i < p->n; i++)
+        attempt_end_in(w, p->r[i], p->fail && i + 1 == p->n, i + 1 == p->n);
+    if (p->fail)
+        status[p->n - 1] = -1;
+    int rc;
+    if (p->len == 1 || (!p->fail && p->ticket % 2) || (p->fail && p->n == 1 && p->ticket % 2))
+        rc = rl_dispatch_complete(w->d, p->ticket, p->fail ? -1 : 0);
+    else
+        rc = rl_dispatch_complete_batch(w->d, p->ticket, status, p->len);
+    if (rc != 0) {
+        atomic_fetch_add(&w->violations, 1);
+        violation(w, "complete: %d (key %d, job %d)", rc, p->r[0]->key, p->r[0]->seq);
+    }
+}
+
+/* Asynchronous batches: started on the loop up to the first failure, completed as the
+ * asynchronous jobs are (at once for a third of them, else by a completer thread). */
+static void async_batch_handler(rl_dispatcher_t *d, rl_dispatch_job *const *jobs, size_t n)
+{
+    world *w = rl_dispatch_get_data(d);
+    if (((job_rec *)jobs[0]->data)->key == BARRIER_KEY && n == 1) {
+        async_handler(d, jobs[0]);
+        return;
+    }
+    check_batch(w, jobs, n);
+    pending p = {jobs[0]->ticket, {0}, 0, n, false};
+    for (size_t i = 0; i < n && i < JOB_BATCH_MAX && !p.fail; i++) {
+        p.r[p.n++] = jobs[i]->data;
+        p.fail = attempt_start_in(w, jobs[i]->data, jobs[i], i > 0);
+    }
+    if (rl_mix64(p.ticket) % 3 == 0) {
+        complete_pending(w, &p);
+        return;
+    }
+    uv_mutex_lock(&w->pend_mu);
+    if (w->npend == w->pend_cap) {
+        w->pend_cap = w->pend_cap ? w->pend_cap * 2 : 1024;
+        w->pend = realloc(w->pend, w->pend_cap * sizeof *w->pend);
+        assert_non_null(w->pend);
+    }
+    w->pend[w->npend++] = p;
     uv_cond_signal(&w->pend_cv);
     uv_mutex_unlock(&w->pend_mu);
 }
@@ -306,12 +427,7 @@ static void completer_thread(void *arg)
         uv_mutex_unlock(&w->pend_mu);
         if (rl_mix64(p.ticket) % 7 == 0)
             sched_yield();
-        attempt_end(w, p.r, p.fail);
-        int rc = rl_dispatch_complete(w->d, p.ticket, p.fail ? -1 : 0);
-        if (rc != 0) {
-            atomic_fetch_add(&w->violations, 1);
-            violation(w, "complete: %d (key %d, job %d)", rc, p.r->key, p.r->seq);
-        }
+        complete_pending(w, &p);
         uv_mutex_lock(&w->pend_mu);
     }
     uv_mutex_unlock(&w->pend_mu);
@@ -322,11 +438,17 @@ static void check_end(world *w, key_state *k, const job_rec *r, int outcome)
 {
     int s = r->seq;
     if (s == k->next_end) {
-        k->next_end = k->gap_open ? k->ahead_next : s + 1;
-        k->gap_open = false;
+        k->next_end = s + 1;
+        if (k->gap_open && k->next_end == k->gap_first) {
+            k->next_end = k->ahead_next;
+            k->gap_open = false;
+        }
     } else if (s > k->next_end && outcome == RL_DISPATCH_RETURNED &&
-               (k->gap_open ? s == k->ahead_next : s == k->next_end + 1)) {
-        k->gap_open = true; /* next_end is still in its handler: the header's exception */
+               (k->gap_open ? s == k->ahead_next : s - k->next_end <= w->gap_max)) {
+        /* next_end (a batch: up to s - 1) is still in its handler: the header's exception */
+        if (!k->gap_open)
+            k->gap_first = s;
+        k->gap_open = true;
         k->ahead_next = s + 1;
     } else {
         w->done_violations++;
@@ -779,9 +901,23 @@ typedef struct result {
 /* MODE_LOOPFED: one shared worker, and the loop thread submits too (from on_done and its idle
  * turns): the loop then waits a moment for a next completion rather than sleep, with finished
  * jobs not waking it meanwhile (the header's paragraph on the loop thread and its CPU). */
-enum { MODE_DEDICATED, MODE_POOL, MODE_ASYNC, MODE_LOOPFED, MODES };
-static const char *const mode_names[MODES] = {"a thread per lane", "2 shared workers",
-                                              "asynchronous", "1 shared worker, fed by the loop"};
+/* The batch modes (batch_max JOB_BATCH_MAX) run in a test of their own. */
+enum {
+    MODE_DEDICATED,
+    MODE_POOL,
+    MODE_ASYNC,
+    MODE_LOOPFED,
+    MODES,
+    MODE_BATCH = MODES,
+    MODE_ASYNC_BATCH,
+    ALL_MODES
+};
+static const char *const mode_names[ALL_MODES] = {"a thread per lane",
+                                                  "2 shared workers",
+                                                  "asynchronous",
+                                                  "1 shared worker, fed by the loop",
+                                                  "batches on 2 shared workers",
+                                                  "asynchronous batches"};
 #define COMPLETERS 2
 
 static result run(const char *profile, int changes, uint64_t jobs, int close_mode, int mode)
@@ -830,11 +966,20 @@ static result run(const char *profile, int changes, uint64_t jobs, int close_mod
         o.lane_count = (size_t)base_lanes;
         w->lanes_in = base_lanes;
     }
+    w->gap_max = 1;
     if (mode == MODE_ASYNC)
         o.async_handler = async_handler;
+    else if (mode == MODE_BATCH)
+        o.batch_handler = batch_handler;
+    else if (mode == MODE_ASYNC_BATCH)
+        o.async_batch_handler = async_batch_handler;
     else
         o.handler = handler;
-    if (mode == MODE_POOL)
+    if (mode == MODE_BATCH || mode == MODE_ASYNC_BATCH) {
+        o.batch_max = JOB_BATCH_MAX;
+        w->gap_max = JOB_BATCH_MAX;
+    }
+    if (mode == MODE_POOL || mode == MODE_BATCH)
         o.workers = 2; /* fewer than the lanes: each lane by one worker at a time */
     if (mode == MODE_LOOPFED) {
         o.workers = 1;
@@ -862,7 +1007,7 @@ static result run(const char *profile, int changes, uint64_t jobs, int close_mod
     }
     assert_int_equal(uv_thread_create(&watcher, watch_thread, w), 0);
     uv_thread_t completers[COMPLETERS];
-    for (int i = 0; i < COMPLETERS && mode == MODE_ASYNC; i++)
+    for (int i = 0; i < COMPLETERS && (mode == MODE_ASYNC || mode == MODE_ASYNC_BATCH); i++)
         assert_int_equal(uv_thread_create(&completers[i], completer_thread, w), 0);
     assert_int_equal(uv_thread_create(&watchdog, watchdog_thread, w), 0);
     if (soak_seconds > 0) {
@@ -884,7 +1029,7 @@ static result run(const char *profile, int changes, uint64_t jobs, int close_mod
     w->completers_stop = true;
     uv_cond_broadcast(&w->pend_cv);
     uv_mutex_unlock(&w->pend_mu);
-    for (int i = 0; i < COMPLETERS && mode == MODE_ASYNC; i++)
+    for (int i = 0; i < COMPLETERS && (mode == MODE_ASYNC || mode == MODE_ASYNC_BATCH); i++)
         uv_thread_join(&completers[i]);
     free(w->pend);
     uv_cond_destroy(&w->pend_cv);
@@ -900,21 +1045,24 @@ static result run(const char *profile, int changes, uint64_t jobs, int close_mod
         if (ks->next_end != atomic_load(&ks->submitted) || ks->gap_open)
             unended++;
     }
-    print_message("order check [%s, %s, close %s]: %llu jobs over %d keys (hot key: %d), %d lane "
-                  "changes (%d adds, %d removes, %d times no lane, %d refused: busy), "
-                  "longest change %.3f ms, "
-                  "%llu injected failures, %d takes handing back %d jobs; ended: %llu done, "
-                  "%llu dead, %llu returned: %d handler violations, %d completion violations, "
-                  "%d take violations, %d keys with jobs not ended%s%s\n",
-                  profile, mode_names[mode], close_mode == RL_DISPATCH_STOP ? "stop" : "drain",
-                  (unsigned long long)total, KEYS, atomic_load(&w->keys[HOT_KEY].submitted),
-                  w->changes, w->adds, w->removes, w->empty_rounds, w->busy_refusals,
-                  (double)w->max_change_ns / 1e6, (unsigned long long)atomic_load(&w->failures),
-                  w->takes, w->taken_jobs, (unsigned long long)w->ended_by[RL_DISPATCH_DONE],
-                  (unsigned long long)w->ended_by[RL_DISPATCH_DEAD],
-                  (unsigned long long)w->ended_by[RL_DISPATCH_RETURNED],
-                  atomic_load(&w->violations), w->done_violations, w->take_violations, unended,
-                  w->first_violation[0] ? "; first: " : "", w->first_violation);
+    print_message(
+        "order check [%s, %s, close %s]: %llu jobs over %d keys (hot key: %d), %d lane "
+        "changes (%d adds, %d removes, %d times no lane, %d refused: busy), "
+        "longest change %.3f ms, "
+        "%llu injected failures, %d takes handing back %d jobs; ended: %llu done, "
+        "%llu dead, %llu returned: %d handler violations, %d completion violations, "
+        "%d take violations, %d keys with jobs not ended; %llu batches of %llu jobs%s%s\n",
+        profile, mode_names[mode], close_mode == RL_DISPATCH_STOP ? "stop" : "drain",
+        (unsigned long long)total, KEYS, atomic_load(&w->keys[HOT_KEY].submitted), w->changes,
+        w->adds, w->removes, w->empty_rounds, w->busy_refusals, (double)w->max_change_ns / 1e6,
+        (unsigned long long)atomic_load(&w->failures), w->takes, w->taken_jobs,
+        (unsigned long long)w->ended_by[RL_DISPATCH_DONE],
+        (unsigned long long)w->ended_by[RL_DISPATCH_DEAD],
+        (unsigned long long)w->ended_by[RL_DISPATCH_RETURNED], atomic_load(&w->violations),
+        w->done_violations, w->take_violations, unended,
+        (unsigned long long)atomic_load(&w->batches),
+        (unsigned long long)atomic_load(&w->batched_jobs), w->first_violation[0] ? "; first: " : "",
+        w->first_violation);
     assert_int_equal(w->closed, 1);
     assert_int_equal(atomic_load(&w->violations), 0);
     assert_int_equal(w->done_violations, 0);
@@ -929,6 +1077,8 @@ static result run(const char *profile, int changes, uint64_t jobs, int close_mod
                       rate_burst, (unsigned long long)w->rate_limited);
         assert_true(w->rate_limited > 0); /* the limit was met, not only set */
     }
+    if (mode == MODE_BATCH || mode == MODE_ASYNC_BATCH)
+        assert_true(atomic_load(&w->batches) > 0);
     result res = {total, w->changes};
     uv_mutex_destroy(&w->msg_mu);
     rl_ring_free(w->shadow);
@@ -999,7 +1149,7 @@ static void test_order_every_profile(void **state)
 static void test_order_with_rate_limit(void **state)
 {
     (void)state;
-    if (soak_seconds > 0)
+    if (soak_seconds > 0 || base_lanes > 0) /* the soak, or --base-lanes alone */
         return;
     rate_limit = 20000;
     rate_burst = 32;
@@ -1008,6 +1158,25 @@ static void test_order_with_rate_limit(void **state)
             mode % 2 ? RL_DISPATCH_STOP : RL_DISPATCH_DRAIN, mode);
     rate_limit = 0;
     rate_burst = 0;
+}
+
+/* Batches (one key per batch, up to JOB_BATCH_MAX jobs) in every profile, blocking and
+ * asynchronous, through the same lane changes, failures inside batches, take_tag + wait_tag with
+ * batches in flight, and closes. */
+static void test_order_batches(void **state)
+{
+    (void)state;
+    if (soak_seconds > 0 || base_lanes > 0) /* the soak, or --base-lanes alone */
+        return;
+    size_t n = rl_profile_count() * 2;
+    int changes = long_run ? (SLOW_BUILD ? 400 : 1000) : 100;
+    uint64_t jobs = long_run ? (SLOW_BUILD ? 40000 : 1000000) : (SLOW_BUILD ? 10000 : 40000);
+    int per_changes = long_run ? (int)((size_t)changes / n + 1) : changes;
+    uint64_t per_jobs = long_run ? jobs / n + 1 : jobs / 9;
+    for (size_t i = 0; i < n; i++)
+        run(rl_profile_at(i / 2)->name, per_changes, per_jobs,
+            (i / 2) % 2 ? RL_DISPATCH_DRAIN : RL_DISPATCH_STOP,
+            i % 2 ? MODE_ASYNC_BATCH : MODE_BATCH);
 }
 
 int main(int argc, char **argv)
@@ -1031,6 +1200,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_order_every_profile),
         cmocka_unit_test(test_order_with_rate_limit),
+        cmocka_unit_test(test_order_batches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -131,6 +131,20 @@ typedef int (*rl_consumer_handler_fn)(rl_consumer_t *c, const rd_kafka_message_t
  * or revoked and revoke_timeout_ms passed); work that may outlive those copies what it needs. */
 typedef void (*rl_consumer_async_fn)(rl_consumer_t *c, const rd_kafka_message_t *msg,
                                      uint32_t attempt, uint64_t ticket);
+/* Batches (dispatch.batch_max over 1; see rl_dispatch_batch_fn): up to batch_max messages of
+ * one key and one partition, msgs[0..n-1] in offset order, at once. status[i] is msgs[i]'s
+ * result (all 0 when the handler is called), or the return value fails the whole batch. The
+ * messages before the first failed one complete; the failed one is retried (or dead-lettered)
+ * as a lone message would be, and the messages after it come again behind it, whatever their
+ * status said: a key's messages never complete out of order. Commits are unchanged: each
+ * message completes its offset, and the watermark moves as with one message per call. */
+typedef int (*rl_consumer_batch_fn)(rl_consumer_t *c, const rd_kafka_message_t *const *msgs,
+                                    size_t n, int *status);
+/* Asynchronous batches: on the loop thread, starts the batch; one ticket names it, ended by
+ * rl_consumer_complete (one status for all) or rl_consumer_complete_batch (one per message).
+ * The array is valid during the call; the messages while the ticket is (as async_handler's). */
+typedef void (*rl_consumer_async_batch_fn)(rl_consumer_t *c, const rd_kafka_message_t *const *msgs,
+                                           size_t n, uint64_t ticket);
 /* On the loop thread, after the assignment changed (ASSIGNED) or before the partitions are
  * released (REVOKED, LOST). */
 typedef void (*rl_consumer_rebalance_cb)(rl_consumer_t *c, int event,
@@ -159,7 +173,11 @@ typedef struct rl_consumer_options {
     size_t topic_count;
     rl_consumer_handler_fn handler;     /* blocking, on the lane workers; or: */
     rl_consumer_async_fn async_handler; /* asynchronous, on the loop (exactly one of the two) */
-    void *data;                         /* the caller's, see rl_consumer_get_data */
+    /* Or batches of up to dispatch.batch_max messages (rl_consumer_batch_fn): exactly one of
+     * these four handlers. */
+    rl_consumer_batch_fn batch_handler;             /* blocking, on the lane workers */
+    rl_consumer_async_batch_fn async_batch_handler; /* asynchronous, on the loop */
+    void *data;                                     /* the caller's, see rl_consumer_get_data */
     /* The dispatcher: lanes, lane_capacity, max_jobs, max_attempts, backoff, workers (blocking
      * handlers: a shared pool of that many threads instead of one per lane), job_timeout_ms
      * (asynchronous handlers: an attempt not completed in time fails with RL_ETIMEDOUT). Lanes
@@ -168,8 +186,8 @@ typedef struct rl_consumer_options {
      * make RL_CONSUMER_ASYNC_LANES lanes named the same way, on a RL_CONSUMER_ASYNC_PROFILE
      * ring unless dispatch.ring is given (then RL_CONSUMER_ASYNC_LANES_RING lanes on that ring).
      * A blocking handler needs a count
-     * or names. Its handler, async_handler, on_done, on_capacity and data belong to the
-     * consumer and must stay NULL. */
+     * or names. Its handler, async_handler, batch_handler, async_batch_handler, on_done,
+     * on_capacity and data belong to the consumer and must stay NULL; batch_max is yours. */
     rl_dispatch_options dispatch;
     /* The dead-letter topic: NULL = "<source topic>.dlq"; "" = none (dead letters are only
      * reported to on_dead_letter and count as done). */
@@ -245,11 +263,11 @@ RL_EXTERN void rl_consumer_options_init(rl_consumer_options *opts);
 
 /* Makes a consumer on `loop` (call on the loop thread): its dispatcher, its librdkafka consumer
  * subscribed to the topics, and the dead-letter producer. Errors: RL_EINVAL (NULL argument, no
- * conf or topics; dlq_conf the same as conf; not exactly one of handler and async_handler; no
- * lanes with a blocking handler; a dispatch callback set; dispatch.workers with async_handler,
- * dispatch.job_timeout_ms with handler; max_rate NaN, infinite, negative or outside
- * 0.001..1e9, max_burst 0 with max_rate set or set without it, dispatch.max_rate or
- * dispatch.max_burst set; a zero limit: max_key_len, window, pending_max,
+ * conf or topics; dlq_conf the same as conf; not exactly one of handler, async_handler,
+ * batch_handler and async_batch_handler; no lanes with a blocking handler; a dispatch callback set;
+ * dispatch.workers with async_handler, dispatch.job_timeout_ms with handler; max_rate NaN,
+ * infinite, negative or outside 0.001..1e9, max_burst 0 with max_rate set or set without it,
+ * dispatch.max_rate or dispatch.max_burst set; a zero limit: max_key_len, window, pending_max,
  * poll_batch, revoke_timeout_ms, commit_interval_ms, dlq_retry_ms, first_assignment_timeout_ms;
  * no group.id; stats_interval_ms negative, over RL_DISPATCH_STATS_INTERVAL_MAX_MS or set without
  * on_stats; stats_lanes over RL_DISPATCH_STATS_LANES_MAX; dispatch.on_stats or
@@ -270,6 +288,12 @@ RL_EXTERN int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options 
  * revoke_timeout_ms) or lost; nothing changes then and the result counts for nothing.
  * RL_EINVAL (NULL c, ticket 0), RL_ESTATE (a consumer with a blocking handler). */
 RL_EXTERN int rl_consumer_complete(rl_consumer_t *c, uint64_t ticket, int status);
+
+/* Ends the asynchronous batch named by ticket (as async_batch_handler got it) with a status per
+ * message: status[i] for msgs[i], n the batch's length. As rl_consumer_complete otherwise;
+ * RL_EINVAL also for NULL status or n not the batch's length (nothing changes then). */
+RL_EXTERN int rl_consumer_complete_batch(rl_consumer_t *c, uint64_t ticket, const int *status,
+                                         size_t n);
 
 /* The options' data pointer (NULL for NULL). Any thread. */
 RL_EXTERN void *rl_consumer_get_data(const rl_consumer_t *c);

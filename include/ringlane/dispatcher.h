@@ -2,7 +2,8 @@
 /* ringlane: the ordered dispatcher (library ringlane_dispatch, on libuv).
  *
  * A dispatcher is attached to a caller's uv_loop_t. It has N lanes; each lane is one FIFO queue
- * with at most one job in flight. A job's key picks its lane through a consistent hash ring over
+ * with at most one job in flight (or, with batch_max, one batch of one key's jobs: see
+ * rl_dispatch_batch_fn). A job's key picks its lane through a consistent hash ring over
  * the lane names, so jobs with the same key run strictly in submission order (one at a time),
  * while jobs with different keys run in parallel on different lanes.
  *
@@ -132,6 +133,41 @@ typedef int (*rl_dispatch_handler_fn)(rl_dispatcher_t *d, rl_dispatch_job *job);
  * anything else a failure, retried like a blocking handler's. `job` stays valid until on_done
  * returns; keep the ticket, not the pointer, where a completion may come late. */
 typedef void (*rl_dispatch_async_fn)(rl_dispatcher_t *d, rl_dispatch_job *job);
+/* Batches (opts.batch_max > 1): the handler gets up to batch_max jobs at once, jobs[0..n-1],
+ * one key's next jobs in its lane, of one tag, in submission order (so a key's order holds, and
+ * take_tag and wait_tag see the batch as one job in flight). Jobs of other keys queued between
+ * them stay queued, in their order; the lane looks at up to 8 x batch_max queued jobs for them,
+ * and a job of the key with another tag ends the batch. Why one
+ * key: a lane change that takes a key from a lane waits for that lane's key in flight behind
+ * one fence (dispatcher/lane_change.c); a batch of one key needs no more than one job does.
+ * Many keys share a lane only when keys outnumber lanes, so with the asynchronous default of
+ * 65,536 lanes most lanes hold one key, and their batches are as long as their queues.
+ *
+ * The results: status[i] for jobs[i] (all 0 when the handler is called; 0 is success), or one
+ * for the whole batch. The jobs before the first failed one end DONE, in order. The first
+ * failed job is retried with its key parked (or dead-lettered after max_attempts, as a lone
+ * job would be), and every job after it in the batch is given again, behind it: on the retry's
+ * batch (or at once in a new batch when the failed job was dead-lettered), whatever its status
+ * said, with its attempts unchanged. So a key's jobs never end before an earlier one, and a
+ * handler may stop at the first failure (the statuses after it are not read); jobs it did
+ * process after a failure are processed again (at least once). A failure of the whole batch (a
+ * non-zero return, rl_dispatch_complete with a non-zero status, job_timeout_ms) is the failure
+ * of its first job. The jobs in flight are not counted in lane_capacity (up to batch_max more
+ * than it, then; max_jobs still bounds them all).
+ *
+ * Blocking: runs on a worker thread; returns 0 with the results in status[], or non-zero, the
+ * status of every job of the batch. */
+typedef int (*rl_dispatch_batch_fn)(rl_dispatcher_t *d, rl_dispatch_job *const *jobs, size_t n,
+                                    int *status);
+/* Asynchronous: runs on the loop thread and starts the batch; every job of it has the same
+ * ticket. The batch is finished by rl_dispatch_complete (one status for every job) or
+ * rl_dispatch_complete_batch (one per job), from any thread, now or later. The array is valid
+ * only during the call; the jobs until their on_done returns. */
+typedef void (*rl_dispatch_async_batch_fn)(rl_dispatcher_t *d, rl_dispatch_job *const *jobs,
+                                           size_t n);
+/* The most jobs in one batch (opts.batch_max); a worker keeps the batch on its stack. */
+#define RL_DISPATCH_BATCH_MAX 1024u
+
 /* On the loop thread, once per accepted job. */
 typedef void (*rl_dispatch_done_cb)(rl_dispatcher_t *d, rl_dispatch_job *job, int outcome);
 /* On the loop thread, after a submission was refused with RL_EAGAIN, once the lanes that were
@@ -218,6 +254,12 @@ typedef struct rl_dispatch_options {
      * submission and every batch of ends counts its keys under one short lock of the sketch
      * (see rl_dispatch_hot_keys). (RL_DISPATCH_HOT_KEYS) */
     uint32_t hot_keys;
+    /* Batches (see rl_dispatch_batch_fn): one of these instead of handler / async_handler, and
+     * batch_max, the most jobs per call (0 and 1: one job per call;
+     * 2..RL_DISPATCH_BATCH_MAX). batch_max over 1 needs a batch handler. */
+    rl_dispatch_batch_fn batch_handler;             /* blocking, on worker threads */
+    rl_dispatch_async_batch_fn async_batch_handler; /* asynchronous, on the loop */
+    uint32_t batch_max;                             /* (0) */
 } rl_dispatch_options;
 
 /* Fills opts with the defaults in parentheses above and everything else NULL / 0. */
@@ -225,18 +267,19 @@ RL_EXTERN void rl_dispatch_options_init(rl_dispatch_options *opts);
 
 /* Creates a dispatcher on `loop` and starts its worker threads (none for an asynchronous
  * handler). Call on the loop thread.
- * Errors: RL_EINVAL (NULL loop, opts or out, not exactly one of handler and async_handler,
+ * Errors: RL_EINVAL (NULL loop, opts or out, not exactly one of handler, async_handler,
+ * batch_handler and async_batch_handler, batch_max over 1 without a batch handler,
  * lane_count 0 (lanes NULL too: no lanes), a NULL name in lanes, a zero lane_capacity, max_jobs
  * or max_attempts, backoff_max_ms < backoff_ms, workers or job_timeout_ms with the other kind of
  * handler, stats_interval_ms negative or over RL_DISPATCH_STATS_INTERVAL_MAX_MS, or set
  * without on_stats, stats_lanes over RL_DISPATCH_STATS_LANES_MAX; max_rate NaN, infinite,
  * negative or outside 0.001..1e9, max_burst 0 with max_rate set or set without it), RL_ERANGE
- * (over RL_DISPATCH_LANES_MAX lanes; over RL_DISPATCH_THREADS_MAX workers, or lanes with
- * workers = 0), RL_ENAME, RL_EDUPNAME, RL_EPROFILE, RL_EVNODES, RL_ENOTSUP, RL_ETOOBIG and any
- * other error rl_ring_build gives for the lane names and opts->ring, RL_ENOMEM (also a worker
- * thread that could not be started), RL_ELOOP (libuv failed). A refusal leaves *out NULL and
- * nothing allocated, and says why in rl_last_error_detail(): the option as written in C, the
- * value, the reason, e.g.
+ * (batch_max over RL_DISPATCH_BATCH_MAX; over RL_DISPATCH_LANES_MAX lanes; over
+ * RL_DISPATCH_THREADS_MAX workers, or lanes with workers = 0), RL_ENAME, RL_EDUPNAME,
+ * RL_EPROFILE, RL_EVNODES, RL_ENOTSUP, RL_ETOOBIG and any other error rl_ring_build gives for
+ * the lane names and opts->ring, RL_ENOMEM (also a worker thread that could not be started),
+ * RL_ELOOP (libuv failed). A refusal leaves *out NULL and nothing allocated, and says why in
+ * rl_last_error_detail(): the option as written in C, the value, the reason, e.g.
  * "lane_capacity 0: a lane must hold at least one job (1..4294967295)"; the ring's refusals
  * come as "lanes[3] ..." or "ring->vnodes ...". */
 RL_EXTERN int rl_dispatch_init(struct uv_loop_s *loop, const rl_dispatch_options *opts,
@@ -310,6 +353,14 @@ RL_EXTERN int rl_dispatch_remove_lane(rl_dispatcher_t *d, const char *name);
  * RL_ESTATE (a dispatcher of blocking handlers). */
 RL_EXTERN int rl_dispatch_complete(rl_dispatcher_t *d, uint64_t ticket, int status);
 
+/* Finishes the asynchronous batch named by `ticket` with a status per job: status[i] for the
+ * batch's jobs[i], n the batch's length (see rl_dispatch_batch_fn for what a failure does).
+ * As rl_dispatch_complete otherwise (a batch of one: status[0]). RL_EINVAL (NULL d or status,
+ * ticket 0, or n not the batch's length: nothing changes then, the ticket still waits),
+ * RL_ESTALE, RL_ESTATE (blocking handlers). Any thread. */
+RL_EXTERN int rl_dispatch_complete_batch(rl_dispatcher_t *d, uint64_t ticket, const int *status,
+                                         size_t n);
+
 /* Removes every job with `tag` that has not started (queued, waiting on a lane change, or
  * waiting for a retry between attempts) and ends each with on_done(RL_DISPATCH_RETURNED) before
  * returning, in submission order. A job has started once a worker (or, for an asynchronous
@@ -363,7 +414,8 @@ typedef struct rl_dispatch_lane_stats {
                                their old lane's job in flight; of keys parked for a retry,
                                for it (the retrying job included) */
     uint64_t retry_parked;  /* keys parked here for a retry */
-    uint64_t in_flight;     /* 0 or 1: a job in its handler or pending its completion */
+    uint64_t in_flight;     /* jobs in their handler or pending their completion: 0 or 1,
+                               up to batch_max with batches */
     uint64_t processed;     /* jobs ended here: done + dead-lettered */
     uint64_t failed;        /* handler calls that failed */
     uint64_t retried;       /* retries scheduled */
