@@ -348,7 +348,10 @@ typedef struct rl_consumer_partition_stats {
     uint32_t epoch;     /* assignments and revokes so far */
     int paused;         /* paused by backpressure */
     int64_t committed;  /* the last commit the group acknowledged, -1 before the first */
-    int64_t watermark;  /* everything below it has completed: the next commit, -1 if none */
+    int64_t watermark;  /* everything below it has completed: the next commit, -1 if none.
+                           Right after an assignment whose offset map let it skip messages, it
+                           can trail the committed offset until the first unfinished offset
+                           the map named has completed (the commits are right meanwhile) */
     int64_t high;       /* the partition's high watermark last seen, -1 if unknown */
     int64_t lag;        /* high - watermark (or the next offset to fetch), -1 if unknown */
     uint64_t in_flight; /* offsets dispatched and not yet below the watermark */
