@@ -3,6 +3,7 @@
  * in bounded batches, the periodic tick, and closing. */
 #include "consumer_internal.h"
 #include "error_detail_internal.h"
+#include "stats_options.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -340,23 +341,10 @@ static int check_options(const rl_consumer_options *o)
                                    "own (set stats_interval_ms and on_stats in the consumer's "
                                    "options: its statistics include the dispatcher's)",
                                    d->stats_interval_ms);
-    if (o->stats_interval_ms < 0 || o->stats_interval_ms > RL_DISPATCH_STATS_INTERVAL_MAX_MS)
-        return rl_error_detail_set(
-            RL_EINVAL, "stats_interval_ms %" PRId64 ": %s (0 = off, 1..%d ms)",
-            o->stats_interval_ms,
-            o->stats_interval_ms < 0 ? "negative" : "over a day, the longest interval",
-            RL_DISPATCH_STATS_INTERVAL_MAX_MS);
-    if (o->stats_interval_ms && !o->on_stats)
-        return rl_error_detail_set(RL_EINVAL,
-                                   "stats_interval_ms %" PRId64 " with on_stats NULL: nothing "
-                                   "would get the statistics",
-                                   o->stats_interval_ms);
-    if (o->stats_lanes > RL_DISPATCH_STATS_LANES_MAX)
-        return rl_error_detail_set(RL_EINVAL,
-                                   "stats_lanes %u: over RL_DISPATCH_STATS_LANES_MAX (%u lanes in "
-                                   "the compact statistics; stats_full gives "
-                                   "rl_consumer_stats_json's text)",
-                                   o->stats_lanes, RL_DISPATCH_STATS_LANES_MAX);
+    int stats_rc = rl__stats_options_check(o->stats_interval_ms, o->on_stats != NULL,
+                                           o->stats_lanes, "rl_consumer_stats_json's text");
+    if (stats_rc)
+        return stats_rc;
     if (d->max_rate != 0 || d->max_burst)
         return rl_error_detail_set(RL_EINVAL,
                                    d->max_rate != 0 ? "dispatch.max_rate %g: the consumer limits "

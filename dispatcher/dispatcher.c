@@ -2,6 +2,7 @@
 /* The dispatcher's life on the loop: init, completion delivery, capacity news, close. */
 #define _GNU_SOURCE /* pthread_rwlockattr_setkind_np: a writer-preferring route lock */
 #include "dispatch_internal.h"
+#include "stats_options.h"
 #include "error_detail_internal.h"
 
 #include <inttypes.h>
@@ -514,22 +515,10 @@ int rl_dispatch_close(rl_dispatcher_t *d, int mode, rl_dispatch_close_cb cb)
 
 static int check_stats_options(const rl_dispatch_options *o)
 {
-    if (o->stats_interval_ms < 0 || o->stats_interval_ms > RL_DISPATCH_STATS_INTERVAL_MAX_MS)
-        return rl_error_detail_set(
-            RL_EINVAL, "stats_interval_ms %" PRId64 ": %s (0 = off, 1..%d ms)",
-            o->stats_interval_ms,
-            o->stats_interval_ms < 0 ? "negative" : "over a day, the longest interval",
-            RL_DISPATCH_STATS_INTERVAL_MAX_MS);
-    if (o->stats_interval_ms && !o->on_stats)
-        return rl_error_detail_set(RL_EINVAL,
-                                   "stats_interval_ms %" PRId64 " with on_stats NULL: nothing "
-                                   "would get the statistics",
-                                   o->stats_interval_ms);
-    if (o->stats_lanes > RL_DISPATCH_STATS_LANES_MAX)
-        return rl_error_detail_set(RL_EINVAL,
-                                   "stats_lanes %u: over RL_DISPATCH_STATS_LANES_MAX (%u lanes in "
-                                   "the compact statistics; stats_full lists every lane)",
-                                   o->stats_lanes, RL_DISPATCH_STATS_LANES_MAX);
+    int rc = rl__stats_options_check(o->stats_interval_ms, o->on_stats != NULL, o->stats_lanes,
+                                     "every lane");
+    if (rc)
+        return rc;
     if (o->hot_keys > RL_DISPATCH_HOT_KEYS_MAX)
         return rl_error_detail_set(RL_EINVAL,
                                    "hot_keys %u: over RL_DISPATCH_HOT_KEYS_MAX (%u keys followed; "
