@@ -139,11 +139,13 @@ struct rl_consumer {
     rl__topic **topics;
     uint32_t ntopics;
 
-    rl__cjob *dead_letters; /* every dead letter not yet delivered */
-    bool serving;           /* inside a poll batch */
-    bool closing;           /* rl_consumer_close was called */
-    bool leaving;           /* librdkafka is closing the consumer (close_queue called) */
-    bool kafka_closed;      /* ... and has finished */
+    rl__cjob *dead_letters;  /* every dead letter not yet delivered */
+    bool serving;            /* inside a poll batch */
+    bool closing;            /* rl_consumer_close was called */
+    bool draining;           /* a close took the queued jobs back and waits for the rest */
+    uint64_t drain_until_ms; /* ... until then at most (revoke_timeout_ms) */
+    bool leaving;            /* librdkafka is closing the consumer (close_queue called) */
+    bool kafka_closed;       /* ... and has finished */
     bool dispatcher_gone;
     /* librdkafka before 2.3.0 with cooperative-sticky: a close before the first assignment
      * waits for it (see may_leave in consumer.c). */
@@ -207,10 +209,17 @@ void rl__commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                    rd_kafka_topic_partition_list_t *offsets, void *opaque);
 void rl__store_watermarks(rl_consumer_t *c);
 void rl__commit_maps(rl_consumer_t *c); /* with the offset map: the periodic commit */
-/* With the offset map, at a close: commits every partition's offset and map before the consumer
- * leaves the group. Its revoke commits again after its waits, but when consumers close
- * together, a later one's revoke comes while the group rebalances after the first left, and
- * the group refuses it. */
+/* At a close, before the consumer leaves the group: takes the queued jobs of its partitions back
+ * (the next owner reads them again) and, on later calls, says whether the jobs in flight and
+ * their dead letters have ended, or revoke_timeout_ms has passed since the first call. */
+bool rl__drained_for_leaving(rl_consumer_t *c);
+/* With the offset map, at a close once drained: commits every partition's offset and map before
+ * the consumer leaves the group, so that its revoke has nothing left to commit. When consumers
+ * close together a later one's commit meets the rebalance the first one's leaving started
+ * (REBALANCE_IN_PROGRESS), and a revoke's commit, made while librdkafka is already leaving,
+ * cannot be answered otherwise. So this one is retried until revoke_timeout_ms: after a
+ * coordinator error, and, with the cooperative protocol, after REBALANCE_IN_PROGRESS once
+ * librdkafka has joined the group's next generation. */
 void rl__commit_before_leaving(rl_consumer_t *c);
 void rl__revoke_timer_cb(uv_timer_t *t);
 void rl__revoke_kick(rl_consumer_t *c); /* a job of a revoking partition ended: look again */

@@ -20,7 +20,7 @@
  *
  * The short matrix runs in `make test`. RINGLANE_FAULT_SOAK_SECONDS=N runs faults picked at
  * random (RINGLANE_FAULT_SEED, printed) until N seconds have passed (tests/soak/fault_soak.sh).
- * RINGLANE_TEST_FILTER selects a test by name ("fault_matrix").
+ * RINGLANE_TEST_FILTER selects a test by name ("fault_matrix", "two_clean_closes*").
  */
 #define _POSIX_C_SOURCE 200809L
 #include "consumer_test_util.h"
@@ -158,8 +158,7 @@ static void note_duplicate(run *r, const rd_kafka_message_t *m)
 
 static void mark_done(run *r, const rd_kafka_message_t *m)
 {
-    if (m->partition >= 0 && m->partition < PARTITIONS && m->offset >= 0 &&
-        m->offset < MAX_OFFSETS)
+    if (m->partition >= 0 && m->partition < PARTITIONS && m->offset >= 0 && m->offset < MAX_OFFSETS)
         atomic_store(&r->done[m->partition][m->offset], 1);
 }
 
@@ -363,8 +362,7 @@ static void note_dead_letter(const rd_kafka_message_t *m, void *arg)
     header_str(m, "ringlane.offset", off, sizeof off);
     int p = atoi(part);
     long long o = atoll(off);
-    if (p >= 0 && p < PARTITIONS && o >= 0 && o < MAX_OFFSETS &&
-        t->r->key_at[p][o] == POISON_KEY) {
+    if (p >= 0 && p < PARTITIONS && o >= 0 && o < MAX_OFFSETS && t->r->key_at[p][o] == POISON_KEY) {
         t->seen[p][o] = true;
         t->poison++;
     } else {
@@ -397,9 +395,9 @@ static void inject(const fault *f, const char *group, bool on)
         break;
     case F_LEADER_MOVE:
         for (int p = 0; on && p < PARTITIONS; p++)
-            assert_int_equal(rd_kafka_mock_partition_set_leader(k.mock, R->topic, p,
-                                                                (int32_t)(p + 1) % 3 + 1),
-                             0);
+            assert_int_equal(
+                rd_kafka_mock_partition_set_leader(k.mock, R->topic, p, (int32_t)(p + 1) % 3 + 1),
+                0);
         break;
     case F_COORD_MOVE:
         if (on)
@@ -608,10 +606,12 @@ static void run_case(const fault *f, int keys, int per_key, bool close_together,
     R = NULL;
 }
 
+/* The checker's verdict, and a clean close's: it leaves no completed work uncommitted. */
 static void assert_checked(const fault *f, const outcome *o)
 {
-    if (o->lost || o->violations)
-        fail_msg("%s: lost %ld, violations %ld", f->name, o->lost, o->violations);
+    if (o->lost || o->violations || o->behind)
+        fail_msg("%s: lost %ld, violations %ld, left uncommitted at close %" PRId64, f->name,
+                 o->lost, o->violations, o->behind);
 }
 
 /* --- the cases --- */
@@ -634,6 +634,20 @@ static void fault_matrix(void **state)
         run_case(&short_matrix[i], case_keys(), case_per_key(), false, false, &o);
         assert_checked(&short_matrix[i], &o);
     }
+}
+
+/* Two consumers closing at once, half-way through the work: the first one's LeaveGroup starts
+ * a rebalance, and the second one's final commit meets it (the mock coordinator answers
+ * REBALANCE_IN_PROGRESS while it waits for the members to rejoin). A clean close leaves
+ * nothing completed uncommitted: each partition's committed offset is its completed watermark
+ * (the first offset neither handled nor dead-lettered). */
+static void two_clean_closes_commit_the_watermarks(void **state)
+{
+    (void)state;
+    const fault none = {"none, two consumers closed together", F_NONE, 0, 0, 0};
+    outcome o;
+    run_case(&none, case_keys(), case_per_key(), true, true, &o);
+    assert_checked(&none, &o);
 }
 
 /* The soak: faults drawn at random until RINGLANE_FAULT_SOAK_SECONDS have passed. */
@@ -672,6 +686,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fault_matrix),
+        cmocka_unit_test(two_clean_closes_commit_the_watermarks),
         cmocka_unit_test(fault_soak),
     };
     if (getenv("RINGLANE_TEST_FILTER"))
