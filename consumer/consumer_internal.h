@@ -100,6 +100,7 @@ typedef struct rl__group_watch {
     rl__group_request v[RL__GROUP_WATCH_MAX];
     int n;
     uint64_t joins; /* JoinGroup answers so far */
+    uint64_t beats; /* Heartbeat answers seen so far (librdkafka 2.0 reports each twice) */
 } rl__group_watch;
 
 /* A revoke of an asynchronous consumer, waiting for the partitions' messages in flight. */
@@ -142,6 +143,7 @@ struct rl_consumer {
     rl__cjob *dead_letters;  /* every dead letter not yet delivered */
     bool serving;            /* inside a poll batch */
     bool closing;            /* rl_consumer_close was called */
+    bool cooperative;        /* the group's protocol, as librdkafka last said (rebalance.c) */
     bool draining;           /* a close took the queued jobs back and waits for the rest */
     uint64_t drain_until_ms; /* ... until then at most (revoke_timeout_ms) */
     bool leaving;            /* librdkafka is closing the consumer (close_queue called) */
@@ -232,6 +234,7 @@ int rl__group_watch_install(rl_consumer_t *c, rd_kafka_conf_t *conf);
 void rl__group_watch_free(rl_consumer_t *c);
 bool rl__group_joining(rl_consumer_t *c);
 uint64_t rl__group_joins(rl_consumer_t *c); /* JoinGroup answers so far */
+uint64_t rl__group_beats(rl_consumer_t *c); /* Heartbeat answers seen so far */
 
 /* partition_map.c: the offset map of each partition */
 int rl__map_init(rl_consumer_t *c); /* RL_ENOMEM */

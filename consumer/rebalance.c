@@ -20,17 +20,33 @@
  * ILLEGAL_GENERATION, and librdkafka then declares the whole assignment lost. */
 #define COMMIT_HOLD_MS 10000
 
-static bool cooperative(rd_kafka_t *rk)
+/* librdkafka 2.0.2 answers no call to its group once the group has terminated (a close that
+ * ended): rd_kafka_rebalance_protocol, rd_kafka_assign and the incremental calls then wait
+ * forever. A rebalance queued before and served after that (a close whose commit waited for
+ * the group's next generation, which brought an assignment: librdkafka takes the assign call
+ * for it as the close's unassign and leaves, and the close's revoke comes after) uses the
+ * protocol known last and tells librdkafka nothing. */
+static bool group_gone(rl_consumer_t *c)
 {
-    const char *p = rd_kafka_rebalance_protocol(rk);
-    return p && strcmp(p, "COOPERATIVE") == 0;
+    return c->leaving && rd_kafka_consumer_closed(c->rk);
+}
+
+static bool cooperative_of(rl_consumer_t *c)
+{
+    if (!group_gone(c)) {
+        const char *p = rd_kafka_rebalance_protocol(c->rk);
+        c->cooperative = p && strcmp(p, "COOPERATIVE") == 0;
+    }
+    return c->cooperative;
 }
 
 static void apply(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts, bool assign)
 {
     rd_kafka_error_t *error = NULL;
     rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
-    if (cooperative(c->rk))
+    if (group_gone(c))
+        return;
+    if (cooperative_of(c))
         error = assign ? rd_kafka_incremental_assign(c->rk, parts)
                        : rd_kafka_incremental_unassign(c->rk, parts);
     else
@@ -406,6 +422,31 @@ static bool wait_group_settled(rl_consumer_t *c, bool after, uint64_t joins, uin
     }
 }
 
+/* How long after a Heartbeat answer a close's commit waits for librdkafka's main thread to
+ * act on it (a rejoin is written at once). */
+#define BEAT_SETTLE_MS 20
+
+/* Waits, blocking, for the next Heartbeat answer (at most until deadline_ms) and a moment
+ * after it. librdkafka rejoins when a heartbeat is answered REBALANCE_IN_PROGRESS, and a
+ * commit it handles after that join was written goes out behind it on the coordinator's
+ * connection, comes back ILLEGAL_GENERATION and loses the assignment (librdkafka before 2.10).
+ * Right after an answer the next one is heartbeat.interval.ms away: a commit sent then crosses
+ * no join of librdkafka's making (a join already written shows in group_watch.c). */
+static void wait_heartbeat(rl_consumer_t *c, uint64_t deadline_ms)
+{
+    if (!c->watch)
+        return;
+    uint64_t mark = rl__group_beats(c);
+    while (rl__group_beats(c) == mark) {
+        uint64_t now = rl__now_ms();
+        if (now >= deadline_ms)
+            return;
+        uint64_t left = deadline_ms - now;
+        uv_sleep(left < 5 ? (unsigned)left : 5);
+    }
+    uv_sleep(BEAT_SETTLE_MS);
+}
+
 /* A close's commit: retried until deadline_ms after a coordinator error, and after
  * REBALANCE_IN_PROGRESS once librdkafka has joined the group's next generation, or no join
  * came within CLOSE_REJOIN_WAIT_MS (cooperative only: an eager member rejoins only after its
@@ -415,22 +456,26 @@ static bool wait_group_settled(rl_consumer_t *c, bool after, uint64_t joins, uin
 static void commit_sync_retried(rl_consumer_t *c, rl__part *const *parts, size_t n,
                                 uint64_t deadline_ms)
 {
-    const char *protocol = rd_kafka_rebalance_protocol(c->rk);
-    bool cooperative = protocol && strcmp(protocol, "COOPERATIVE") == 0;
+    bool cooperative = cooperative_of(c);
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
     for (;;) {
+        wait_heartbeat(c, deadline_ms);
+        if (!wait_group_settled(c, false, 0, 0, deadline_ms))
+            break; /* a join all along: the revoke commits (or reports) what is left */
         uint64_t joins = rl__group_joins(c);
-        rd_kafka_resp_err_t err = commit_sync_once(c, parts, n, deadline_ms, true);
+        err = commit_sync_once(c, parts, n, deadline_ms, true);
         bool rejoin = cooperative && err == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS;
         if (!err)
             return;
         if ((!rejoin && !coordinator_error(err)) || rl__now_ms() >= deadline_ms ||
-            !wait_group_settled(c, rejoin, joins, CLOSE_REJOIN_WAIT_MS, deadline_ms)) {
-            c->stats.commit_failures++;
-            rl__consumer_error(c, err, "commit failed");
-            return;
-        }
+            !wait_group_settled(c, rejoin, joins, CLOSE_REJOIN_WAIT_MS, deadline_ms))
+            break;
         if (!rejoin)
             uv_sleep(CLOSE_RETRY_MS);
+    }
+    if (err) {
+        c->stats.commit_failures++;
+        rl__consumer_error(c, err, "commit failed");
     }
 }
 
@@ -735,7 +780,7 @@ static rd_kafka_topic_partition_list_t *held(rl_consumer_t *c)
 static void assign_late(rl_consumer_t *c)
 {
     rd_kafka_topic_partition_list_t *l = held(c);
-    if (!cooperative(c->rk)) {
+    if (!cooperative_of(c)) {
         if (c->async)
             revoke_begin(c, l, false, false);
         else
@@ -762,7 +807,7 @@ void rl__rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
      * returns (its join may be written after a commit is checked and before it goes out):
      * periodic commits wait for that join's answer, COMMIT_HOLD_MS at most from the last
      * callback. */
-    if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS && cooperative(rk) &&
+    if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS && cooperative_of(c) &&
         !rd_kafka_assignment_lost(rk) && !c->join_expected) {
         c->join_expected = true;
         c->join_mark = rl__group_joins(c);

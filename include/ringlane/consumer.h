@@ -251,7 +251,9 @@ RL_EXTERN rd_kafka_t *rl_consumer_kafka(rl_consumer_t *c);
 /* Starts closing (loop thread): stops taking messages, takes the queued ones back from the
  * lanes (the next owner reads them again), waits without blocking the loop for the messages in
  * flight and their dead letters (up to revoke_timeout_ms), then, with the offset map, commits
- * every partition's watermark and map while still a member of the group: that commit is
+ * every partition's watermark and map while still a member of the group, right after the next
+ * heartbeat answer (up to heartbeat.interval.ms: a commit that crosses librdkafka's own rejoin
+ * would lose the assignment, and librdkafka rejoins only when a heartbeat says so); that commit is
  * retried up to revoke_timeout_ms after a coordinator error (NOT_COORDINATOR,
  * COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, REQUEST_TIMED_OUT) and, with
  * cooperative-sticky, after REBALANCE_IN_PROGRESS (consumers closing together: the first one's
