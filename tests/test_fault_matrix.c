@@ -20,7 +20,8 @@
  *
  * The short matrix runs in `make test`. RINGLANE_FAULT_SOAK_SECONDS=N runs faults picked at
  * random (RINGLANE_FAULT_SEED, printed) until N seconds have passed (tests/soak/fault_soak.sh).
- * RINGLANE_TEST_FILTER selects a test by name ("fault_matrix", "two_clean_closes*").
+ * RINGLANE_TEST_FILTER selects a test by name ("fault_matrix", "two_clean_closes*");
+ * RINGLANE_FAULT_ONLY=text runs the faults of both lists whose name holds the text.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "consumer_test_util.h"
@@ -88,6 +89,8 @@ static const fault soak_extra[] = {
      RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION, 3},
     {"Fetch UNKNOWN_TOPIC_OR_PART x5", F_REQUEST_ERRORS, API_FETCH,
      RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART, 5},
+    {"Fetch OFFSET_OUT_OF_RANGE x1", F_REQUEST_ERRORS, API_FETCH,
+     RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE, 1},
     {"JoinGroup COORDINATOR_NOT_AVAILABLE x3", F_REQUEST_ERRORS, API_JOIN_GROUP,
      RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE, 3},
     {"SyncGroup REBALANCE_IN_PROGRESS x3", F_REQUEST_ERRORS, API_SYNC_GROUP,
@@ -120,6 +123,7 @@ typedef struct run {
     atomic_long lost_events, commit_refused, errors, dlq_errors, poison_calls;
     atomic_long commit_samples, commit_passed_unfinished;
     atomic_bool stop_sampler;
+    _Atomic int64_t sampled[PARTITIONS]; /* the last committed offsets sampled (-1: none) */
     const char *group;
 } run;
 
@@ -319,6 +323,8 @@ static void sampler_main(void *arg)
         int64_t off[PARTITIONS];
         if (read_committed(rk, r->topic, off)) {
             atomic_fetch_add(&r->commit_samples, 1);
+            for (int p = 0; p < PARTITIONS; p++)
+                atomic_store(&r->sampled[p], off[p]);
             /* Read after the commit was: whatever completed before the commit is seen. */
             for (int p = 0; p < PARTITIONS; p++)
                 for (int64_t o = 0; o < off[p] && o < MAX_OFFSETS; o++)
@@ -463,6 +469,8 @@ static void run_case(const fault *f, int keys, int per_key, bool close_together,
             atomic_init(&r->first_handover[p][o], -1);
         }
     checker_init(&r->ck, keys);
+    for (int p = 0; p < PARTITIONS; p++)
+        atomic_init(&r->sampled[p], -1);
     R = r;
 
     /* Everything is produced first, so that the faults of Produce reach the dead-letter
@@ -516,6 +524,17 @@ static void run_case(const fault *f, int keys, int per_key, bool close_together,
     /* The fault, once a third of the work is done. */
     WAIT_FOR(done_count(r) >= total / 3, 60);
     double t_fault = now_s();
+    /* What a loss now would hand out again: the completed work above the committed offsets. */
+    int64_t lag = 0;
+    for (int p = 0; p < PARTITIONS; p++) {
+        int64_t got = atomic_load(&r->sampled[p]);
+        for (int64_t o = got < 0 ? 0 : got; o < r->ends[p]; o++)
+            lag += atomic_load(&r->done[p][o]) != 0;
+    }
+    if (getenv("RINGLANE_TEST_VERBOSE"))
+        for (int p = 0; p < PARTITIONS; p++)
+            printf("  at the fault: %s [%d] committed %" PRId64 ", completed up to %" PRId64 "\n",
+                   topic, p, atomic_load(&r->sampled[p]), first_unfinished(r, p));
     inject(f, group, true);
     if (f->kind == F_BROKER_RTT) {
         sleep_ms(3000);
@@ -586,10 +605,11 @@ static void run_case(const fault *f, int keys, int per_key, bool close_together,
     printf("fault | %s | duplicates %ld (after a loss %ld, unexplained %ld) | lost %ld | "
            "violations %ld | finish %.1f s after the fault (%.1f s run) | partitions lost %ld | "
            "commit errors %ld | dead-letter errors %ld | on_error %ld | dead letters %ld/%d | "
-           "commit samples %ld | left uncommitted at close %" PRId64 "\n",
+           "commit samples %ld | completed above the commit at the fault %" PRId64
+           " | left uncommitted at close %" PRId64 "\n",
            f->name, out->duplicates, out->dup_after_loss, out->unexplained, out->lost,
            out->violations, out->finish_s, t_end - t0, out->lost_events, out->commit_refused,
-           out->dlq_errors, out->errors, dt.poison, per_key, out->samples, out->behind);
+           out->dlq_errors, out->errors, dt.poison, per_key, out->samples, lag, out->behind);
     fflush(stdout);
 
     ct_free(&a);
@@ -626,13 +646,21 @@ static int case_per_key(void)
     return SLOW_BUILD ? 25 : 50;
 }
 
+/* The short matrix; RINGLANE_FAULT_ONLY=text runs instead the faults of both lists whose name
+ * holds that text. */
 static void fault_matrix(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < sizeof short_matrix / sizeof *short_matrix; i++) {
+    const char *only = getenv("RINGLANE_FAULT_ONLY");
+    size_t n1 = sizeof short_matrix / sizeof *short_matrix;
+    size_t n2 = only ? sizeof soak_extra / sizeof *soak_extra : 0;
+    for (size_t i = 0; i < n1 + n2; i++) {
+        const fault *f = i < n1 ? &short_matrix[i] : &soak_extra[i - n1];
+        if (only && !strstr(f->name, only))
+            continue;
         outcome o;
-        run_case(&short_matrix[i], case_keys(), case_per_key(), false, false, &o);
-        assert_checked(&short_matrix[i], &o);
+        run_case(f, case_keys(), case_per_key(), false, false, &o);
+        assert_checked(f, &o);
     }
 }
 
