@@ -10,7 +10,8 @@
  * consumer rejoins while it keeps consuming, so the consumer's own periodic commits must wait
  * too. librdkafka calls on_request_sent and on_response_received on its broker threads for
  * every request: the JoinGroup and SyncGroup requests of this consumer in flight are kept
- * here, and periodic commits wait while there is one. */
+ * here, and periodic commits wait while there is one. Heartbeat answers are counted: a close's
+ * commit goes out right after one (rebalance.c, wait_heartbeat). */
 #include "consumer_internal.h"
 
 #include <stdlib.h>
