@@ -213,7 +213,7 @@ static void serve(rl_consumer_t *c)
     /* Only after the poll: an assignment librdkafka queued before now is served before the
      * close request, so it reaches the group as an assign call and not after its close began
      * (see may_leave, and assign_late in rebalance.c for one that comes all the same). */
-    if (c->closing && !c->leaving && may_leave(c))
+    if (c->closing && !c->leaving && may_leave(c) && rl__drained_for_leaving(c))
         start_leaving(c);
     /* kafka_stuck: librdkafka's close will never finish (assign_late). */
     if (c->leaving && !c->kafka_closed && (c->kafka_stuck || rd_kafka_consumer_closed(c->rk)))

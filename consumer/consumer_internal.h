@@ -116,6 +116,7 @@ typedef struct rl__group_watch {
     rl__group_request v[RL__GROUP_WATCH_MAX];
     int n;
     uint64_t joins; /* JoinGroup answers so far */
+    uint64_t beats; /* Heartbeat answers seen so far (librdkafka 2.0 reports each twice) */
 } rl__group_watch;
 
 /* A revoke of an asynchronous consumer, waiting for the partitions' messages in flight. */
@@ -156,11 +157,14 @@ struct rl_consumer {
     rl__topic **topics;
     uint32_t ntopics;
 
-    rl__cjob *dead_letters; /* every dead letter not yet delivered */
-    bool serving;           /* inside a poll batch */
-    bool closing;           /* rl_consumer_close was called */
-    bool leaving;           /* librdkafka is closing the consumer (close_queue called) */
-    bool kafka_closed;      /* ... and has finished */
+    rl__cjob *dead_letters;  /* every dead letter not yet delivered */
+    bool serving;            /* inside a poll batch */
+    bool closing;            /* rl_consumer_close was called */
+    bool cooperative;        /* the group's protocol, as librdkafka last said (rebalance.c) */
+    bool draining;           /* a close took the queued jobs back and waits for the rest */
+    uint64_t drain_until_ms; /* ... until then at most (revoke_timeout_ms) */
+    bool leaving;            /* librdkafka is closing the consumer (close_queue called) */
+    bool kafka_closed;       /* ... and has finished */
     bool dispatcher_gone;
     /* librdkafka before 2.3.0 with cooperative-sticky: a close before the first assignment
      * waits for it (see may_leave in consumer.c). */
@@ -258,10 +262,17 @@ void rl__commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                    rd_kafka_topic_partition_list_t *offsets, void *opaque);
 void rl__store_watermarks(rl_consumer_t *c);
 void rl__commit_maps(rl_consumer_t *c); /* with the offset map: the periodic commit */
-/* With the offset map, at a close: commits every partition's offset and map before the consumer
- * leaves the group. Its revoke commits again after its waits, but when consumers close
- * together, a later one's revoke comes while the group rebalances after the first left, and
- * the group refuses it. */
+/* At a close, before the consumer leaves the group: takes the queued jobs of its partitions back
+ * (the next owner reads them again) and, on later calls, says whether the jobs in flight and
+ * their dead letters have ended, or revoke_timeout_ms has passed since the first call. */
+bool rl__drained_for_leaving(rl_consumer_t *c);
+/* With the offset map, at a close once drained: commits every partition's offset and map before
+ * the consumer leaves the group, so that its revoke has nothing left to commit. When consumers
+ * close together a later one's commit meets the rebalance the first one's leaving started
+ * (REBALANCE_IN_PROGRESS), and a revoke's commit, made while librdkafka is already leaving,
+ * cannot be answered otherwise. So this one is retried until revoke_timeout_ms: after a
+ * coordinator error, and, with the cooperative protocol, after REBALANCE_IN_PROGRESS once
+ * librdkafka has joined the group's next generation. */
 void rl__commit_before_leaving(rl_consumer_t *c);
 void rl__revoke_timer_cb(uv_timer_t *t);
 void rl__revoke_kick(rl_consumer_t *c); /* a job of a revoking partition ended: look again */
@@ -274,6 +285,7 @@ int rl__group_watch_install(rl_consumer_t *c, rd_kafka_conf_t *conf);
 void rl__group_watch_free(rl_consumer_t *c);
 bool rl__group_joining(rl_consumer_t *c);
 uint64_t rl__group_joins(rl_consumer_t *c); /* JoinGroup answers so far */
+uint64_t rl__group_beats(rl_consumer_t *c); /* Heartbeat answers seen so far */
 
 /* partition_map.c: the offset map of each partition */
 int rl__map_init(rl_consumer_t *c); /* RL_ENOMEM */

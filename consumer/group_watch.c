@@ -10,13 +10,15 @@
  * consumer rejoins while it keeps consuming, so the consumer's own periodic commits must wait
  * too. librdkafka calls on_request_sent and on_response_received on its broker threads for
  * every request: the JoinGroup and SyncGroup requests of this consumer in flight are kept
- * here, and periodic commits wait while there is one. */
+ * here, and periodic commits wait while there is one. Heartbeat answers are counted: a close's
+ * commit goes out right after one (rebalance.c, wait_heartbeat). */
 #include "consumer_internal.h"
 
 #include <stdlib.h>
 
 #define API_JOIN_GROUP 11
 #define API_SYNC_GROUP 14
+#define API_HEARTBEAT 12
 #define WATCH_NAME "ringlane.group_watch"
 
 static rd_kafka_resp_err_t on_sent(rd_kafka_t *rk, int sockfd, const char *brokername,
@@ -48,9 +50,15 @@ static rd_kafka_resp_err_t on_received(rd_kafka_t *rk, int sockfd, const char *b
      * after the answer is handled). A response for a request it no longer knows (ApiKey -1)
      * lets go of every request of that broker; librdkafka joins again if it still must. */
     bool unknown = ApiKey < 0;
+    rl__group_watch *w = ic_opaque;
+    if (ApiKey == API_HEARTBEAT) {
+        uv_mutex_lock(&w->mu);
+        w->beats++;
+        uv_mutex_unlock(&w->mu);
+        return RD_KAFKA_RESP_ERR_NO_ERROR;
+    }
     if (!unknown && ApiKey != API_JOIN_GROUP && ApiKey != API_SYNC_GROUP)
         return RD_KAFKA_RESP_ERR_NO_ERROR;
-    rl__group_watch *w = ic_opaque;
     uv_mutex_lock(&w->mu);
     for (int i = 0; i < w->n;) {
         if (w->v[i].broker == brokerid && (unknown || w->v[i].api == ApiKey)) {
@@ -121,6 +129,17 @@ uint64_t rl__group_joins(rl_consumer_t *c)
         return 0;
     uv_mutex_lock(&w->mu);
     uint64_t n = w->joins;
+    uv_mutex_unlock(&w->mu);
+    return n;
+}
+
+uint64_t rl__group_beats(rl_consumer_t *c)
+{
+    rl__group_watch *w = c->watch;
+    if (!w)
+        return 0;
+    uv_mutex_lock(&w->mu);
+    uint64_t n = w->beats;
     uv_mutex_unlock(&w->mu);
     return n;
 }

@@ -20,17 +20,36 @@
  * ILLEGAL_GENERATION, and librdkafka then declares the whole assignment lost. */
 #define COMMIT_HOLD_MS 10000
 
-static bool cooperative(rd_kafka_t *rk)
+/* librdkafka 2.0.2 answers no call to its group once the group has terminated (a close that
+ * ended): rd_kafka_rebalance_protocol, rd_kafka_assign and the incremental calls then wait
+ * forever. A rebalance queued before and served after that (a close whose commit waited for
+ * the group's next generation, which brought an assignment: librdkafka takes the assign call
+ * for it as the close's unassign and leaves, and the close's revoke comes after) uses the
+ * protocol known last and tells librdkafka nothing. */
+static bool group_gone(rl_consumer_t *c)
 {
-    const char *p = rd_kafka_rebalance_protocol(rk);
-    return p && strcmp(p, "COOPERATIVE") == 0;
+    return c->leaving && rd_kafka_consumer_closed(c->rk);
+}
+
+/* Asked only until the consumer starts leaving (rl__drained_for_leaving asks once before): a
+ * close's rebalances may be served while librdkafka's group is terminating, when the query
+ * may never be answered (seen once in test_consumer_order under load). */
+static bool cooperative_of(rl_consumer_t *c)
+{
+    if (!c->leaving) {
+        const char *p = rd_kafka_rebalance_protocol(c->rk);
+        c->cooperative = p && strcmp(p, "COOPERATIVE") == 0;
+    }
+    return c->cooperative;
 }
 
 static void apply(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts, bool assign)
 {
     rd_kafka_error_t *error = NULL;
     rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
-    if (cooperative(c->rk))
+    if (group_gone(c))
+        return;
+    if (cooperative_of(c))
         error = assign ? rd_kafka_incremental_assign(c->rk, parts)
                        : rd_kafka_incremental_unassign(c->rk, parts);
     else
@@ -131,6 +150,7 @@ static void assign(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts)
 /* The result of a synchronous commit, filled by its callback. */
 typedef struct sync_commit {
     bool done;
+    bool quiet; /* a failure will be retried: not reported (note_committed_quiet) */
     rd_kafka_resp_err_t err;
     rl_consumer_t *c;
 } sync_commit;
@@ -148,9 +168,14 @@ static bool rebalancing(rd_kafka_resp_err_t err)
  * while it waits), or librdkafka's auto-committer. */
 enum { COMMIT_AUTO, COMMIT_PERIODIC, COMMIT_SYNC };
 
-static void note_committed(rl_consumer_t *c, rd_kafka_resp_err_t err,
-                           const rd_kafka_topic_partition_list_t *offsets, int kind)
+/* `quiet`: a failure is neither counted nor reported (a close's commit that will be retried;
+ * its caller reports the last one). Returns the error that stopped the commit or one of its
+ * partitions (0 when all were committed). */
+static rd_kafka_resp_err_t note_committed_quiet(rl_consumer_t *c, rd_kafka_resp_err_t err,
+                                                const rd_kafka_topic_partition_list_t *offsets,
+                                                int kind, bool quiet)
 {
+    rd_kafka_resp_err_t first = err;
     bool failed = err != RD_KAFKA_RESP_ERR_NO_ERROR, hold = rebalancing(err);
     for (int i = 0; offsets && i < offsets->cnt; i++) {
         const rd_kafka_topic_partition_t *e = &offsets->elems[i];
@@ -178,17 +203,26 @@ static void note_committed(rl_consumer_t *c, rd_kafka_resp_err_t err,
         }
         if (err || e->err)
             failed = true;
+        if (!first && e->err)
+            first = e->err;
         if (rebalancing(e->err))
             hold = true;
     }
     if (hold)
         c->commit_hold_until_ms = rl__now_ms() + COMMIT_HOLD_MS;
-    if (failed) {
+    if (failed && !quiet) {
         c->stats.commit_failures++;
-        rl__consumer_error(c, err ? err : RD_KAFKA_RESP_ERR__FAIL, "commit failed");
-    } else {
+        rl__consumer_error(c, first ? first : RD_KAFKA_RESP_ERR__FAIL, "commit failed");
+    } else if (!failed) {
         c->stats.commits++;
     }
+    return failed && !first ? RD_KAFKA_RESP_ERR__FAIL : first;
+}
+
+static void note_committed(rl_consumer_t *c, rd_kafka_resp_err_t err,
+                           const rd_kafka_topic_partition_list_t *offsets, int kind)
+{
+    note_committed_quiet(c, err, offsets, kind, false);
 }
 
 static void sync_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
@@ -197,8 +231,7 @@ static void sync_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     (void)rk;
     sync_commit *r = opaque;
     r->done = true;
-    r->err = err;
-    note_committed(r->c, err, offsets, COMMIT_SYNC);
+    r->err = note_committed_quiet(r->c, err, offsets, COMMIT_SYNC, r->quiet);
 }
 
 void rl__commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
@@ -305,8 +338,11 @@ static void store(rl_consumer_t *c, rl__part *const *parts, size_t n)
     rd_kafka_topic_partition_list_destroy(l);
 }
 
-/* Commits the watermarks of these partitions and waits for the answer until deadline_ms. */
-static void commit_sync(rl_consumer_t *c, rl__part *const *parts, size_t n, uint64_t deadline_ms)
+/* Commits the watermarks of these partitions and waits for the answer until deadline_ms.
+ * Returns the error that stopped it or one of its partitions (0 for none, or nothing to
+ * commit); with `quiet` a failure is not reported. */
+static rd_kafka_resp_err_t commit_sync_once(rl_consumer_t *c, rl__part *const *parts, size_t n,
+                                            uint64_t deadline_ms, bool quiet)
 {
     rd_kafka_topic_partition_list_t *l = NULL;
     if (c->map_read) {
@@ -325,12 +361,12 @@ static void commit_sync(rl_consumer_t *c, rl__part *const *parts, size_t n, uint
         }
     }
     if (!l)
-        return;
+        return RD_KAFKA_RESP_ERR_NO_ERROR;
     rd_kafka_queue_t *q = rd_kafka_queue_new(c->rk);
-    sync_commit r = {.done = false, .c = c};
+    sync_commit r = {.done = false, .quiet = quiet, .c = c};
     rd_kafka_resp_err_t err = rd_kafka_commit_queue(c->rk, l, q, sync_commit_cb, &r);
     if (err) {
-        note_committed(c, err, l, COMMIT_SYNC);
+        r.err = note_committed_quiet(c, err, l, COMMIT_SYNC, quiet);
     } else {
         for (uint64_t now = rl__now_ms(); !r.done && now < deadline_ms; now = rl__now_ms()) {
             uint64_t left = deadline_ms - now;
@@ -340,24 +376,150 @@ static void commit_sync(rl_consumer_t *c, rl__part *const *parts, size_t n, uint
             /* The answer may still come; nobody will read it (the queue is dropped). */
             c->stats.commit_failures++;
             rl__consumer_error(c, RD_KAFKA_RESP_ERR__TIMED_OUT, "commit on revoke timed out");
+            r.err = RD_KAFKA_RESP_ERR_NO_ERROR; /* reported: not retried */
         }
     }
     rd_kafka_queue_destroy(q);
     rd_kafka_topic_partition_list_destroy(l);
+    return r.err;
+}
+
+static void commit_sync(rl_consumer_t *c, rl__part *const *parts, size_t n, uint64_t deadline_ms)
+{
+    commit_sync_once(c, parts, n, deadline_ms, false);
+}
+
+/* The coordinator moved, is loading or did not answer in time: librdkafka finds it again. */
+static bool coordinator_error(rd_kafka_resp_err_t err)
+{
+    return err == RD_KAFKA_RESP_ERR_NOT_COORDINATOR ||
+           err == RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE ||
+           err == RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS ||
+           err == RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT || err == RD_KAFKA_RESP_ERR__TRANSPORT ||
+           err == RD_KAFKA_RESP_ERR__WAIT_COORD || err == RD_KAFKA_RESP_ERR__TIMED_OUT;
+}
+
+#define CLOSE_RETRY_MS 50 /* between a close's commit attempts */
+
+/* How long a close's commit refused with REBALANCE_IN_PROGRESS waits for librdkafka to join
+ * the group's next generation before it is sent again all the same (the refusal may have been
+ * the coordinator's alone, with no rebalance for this member to join; sent again while the
+ * group still waits for members, it is refused again and harmlessly). */
+#define CLOSE_REJOIN_WAIT_MS 1000
+
+/* Waits, blocking, until no JoinGroup or SyncGroup of ours is in flight and, with `after`,
+ * until a JoinGroup answered after `joins` answers, or none came for join_wait_ms; false at
+ * deadline_ms. */
+static bool wait_group_settled(rl_consumer_t *c, bool after, uint64_t joins, uint64_t join_wait_ms,
+                               uint64_t deadline_ms)
+{
+    uint64_t no_join_at = rl__now_ms() + join_wait_ms;
+    for (;;) {
+        uint64_t now = rl__now_ms();
+        if (!rl__group_joining(c) && (!after || rl__group_joins(c) > joins || now >= no_join_at))
+            return true;
+        if (now >= deadline_ms)
+            return false;
+        uint64_t left = deadline_ms - now;
+        uv_sleep(left < CLOSE_RETRY_MS ? (unsigned)left : CLOSE_RETRY_MS);
+    }
+}
+
+/* How long after a Heartbeat answer a close's commit waits for librdkafka's main thread to
+ * act on it (a rejoin is written at once). */
+#define BEAT_SETTLE_MS 20
+
+/* Waits, blocking, for the next Heartbeat answer (at most until deadline_ms) and a moment
+ * after it. librdkafka rejoins when a heartbeat is answered REBALANCE_IN_PROGRESS, and a
+ * commit it handles after that join was written goes out behind it on the coordinator's
+ * connection, comes back ILLEGAL_GENERATION and loses the assignment (librdkafka before 2.10).
+ * Right after an answer the next one is heartbeat.interval.ms away: a commit sent then crosses
+ * no join of librdkafka's making (a join already written shows in group_watch.c). */
+static void wait_heartbeat(rl_consumer_t *c, uint64_t deadline_ms)
+{
+    if (!c->watch)
+        return;
+    uint64_t mark = rl__group_beats(c);
+    while (rl__group_beats(c) == mark) {
+        uint64_t now = rl__now_ms();
+        if (now >= deadline_ms)
+            return;
+        uint64_t left = deadline_ms - now;
+        uv_sleep(left < 5 ? (unsigned)left : 5);
+    }
+    uv_sleep(BEAT_SETTLE_MS);
+}
+
+/* A close's commit: retried until deadline_ms after a coordinator error, and after
+ * REBALANCE_IN_PROGRESS once librdkafka has joined the group's next generation, or no join
+ * came within CLOSE_REJOIN_WAIT_MS (cooperative only: an eager member rejoins only after its
+ * revoke, which a close makes a leave). Refusals
+ * that end the membership (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID: librdkafka declares the
+ * assignment lost) are not retried: the partitions may be someone else's by now. */
+static void commit_sync_retried(rl_consumer_t *c, rl__part *const *parts, size_t n,
+                                uint64_t deadline_ms)
+{
+    bool cooperative = cooperative_of(c);
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    for (;;) {
+        wait_heartbeat(c, deadline_ms);
+        if (!wait_group_settled(c, false, 0, 0, deadline_ms))
+            break; /* a join all along: the revoke commits (or reports) what is left */
+        uint64_t joins = rl__group_joins(c);
+        err = commit_sync_once(c, parts, n, deadline_ms, true);
+        bool rejoin = cooperative && err == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS;
+        if (!err)
+            return;
+        if ((!rejoin && !coordinator_error(err)) || rl__now_ms() >= deadline_ms ||
+            !wait_group_settled(c, rejoin, joins, CLOSE_REJOIN_WAIT_MS, deadline_ms))
+            break;
+        if (!rejoin)
+            uv_sleep(CLOSE_RETRY_MS);
+    }
+    if (err) {
+        c->stats.commit_failures++;
+        rl__consumer_error(c, err, "commit failed");
+    }
+}
+
+bool rl__drained_for_leaving(rl_consumer_t *c)
+{
+    bool first = !c->draining;
+    if (first) {
+        cooperative_of(c); /* known before leaving */
+        c->draining = true;
+        c->drain_until_ms = rl__now_ms() + c->opts.revoke_timeout_ms;
+    }
+    bool busy = false;
+    for (uint32_t i = 0; i < c->ntopics; i++) {
+        rl__topic *t = c->topics[i];
+        for (int32_t k = 0; k < t->nparts; k++) {
+            rl__part *p = t->parts[k];
+            if (!p || !p->assigned || p->revoking)
+                continue; /* a deferred revoke waits for its own */
+            if (first) {
+                rl_dispatch_take_tag(c->d, p->tag, NULL);
+                rl__msgq_clear(&p->pending);
+            }
+            if (p->live || p->dlq_in_flight)
+                busy = true;
+        }
+    }
+    return !busy || rl__now_ms() >= c->drain_until_ms;
 }
 
 void rl__commit_before_leaving(rl_consumer_t *c)
 {
-    if (!c->map_read || rl__group_joining(c) ||
-        (c->join_expected && rl__group_joins(c) == c->join_mark))
-        return; /* a commit behind our own join would lose the assignment */
+    if (!c->map_read)
+        return;
+    uint64_t deadline = rl__now_ms() + c->opts.revoke_timeout_ms;
     size_t n = 0, cap = 0;
     rl__part **parts = NULL;
     for (uint32_t i = 0; i < c->ntopics; i++) {
         rl__topic *t = c->topics[i];
         for (int32_t k = 0; k < t->nparts; k++) {
             rl__part *p = t->parts[k];
-            if (!p || !p->assigned || p->revoking)
+            if (!p || !p->assigned || p->revoking || p->progress == p->committed_progress)
                 continue;
             if (n == cap) {
                 cap = cap ? cap * 2 : 16;
@@ -371,9 +533,16 @@ void rl__commit_before_leaving(rl_consumer_t *c)
             parts[n++] = p;
         }
     }
-    if (n)
-        commit_sync(c, parts, n, rl__now_ms() + c->opts.revoke_timeout_ms);
-    free(parts);
+    /* Nothing to commit: no wait (a close during a join, before the first assignment, must
+     * not wait for that join). A commit behind our own join would lose the assignment: wait
+     * for the join to end (the one a cooperative revoke makes librdkafka send, see
+     * join_expected, at most until its wait ends). */
+    if (n && c->join_expected && rl__group_joins(c) == c->join_mark)
+        wait_group_settled(c, true, c->join_mark, UINT64_MAX,
+                           c->join_wait_until_ms < deadline ? c->join_wait_until_ms : deadline);
+    if (n && wait_group_settled(c, false, 0, 0, deadline))
+        commit_sync_retried(c, parts, n, deadline);
+    free(parts); /* not committed: the revoke commits them */
 }
 
 void rl__store_watermarks(rl_consumer_t *c)
@@ -615,7 +784,7 @@ static rd_kafka_topic_partition_list_t *held(rl_consumer_t *c)
 static void assign_late(rl_consumer_t *c)
 {
     rd_kafka_topic_partition_list_t *l = held(c);
-    if (!cooperative(c->rk)) {
+    if (!cooperative_of(c)) {
         if (c->async)
             revoke_begin(c, l, false, false);
         else
@@ -642,7 +811,7 @@ void rl__rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
      * returns (its join may be written after a commit is checked and before it goes out):
      * periodic commits wait for that join's answer, COMMIT_HOLD_MS at most from the last
      * callback. */
-    if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS && cooperative(rk) &&
+    if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS && cooperative_of(c) &&
         !rd_kafka_assignment_lost(rk) && !c->join_expected) {
         c->join_expected = true;
         c->join_mark = rl__group_joins(c);

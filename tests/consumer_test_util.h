@@ -283,6 +283,7 @@ typedef struct cthread {
     void *user;
     rl_consumer_rebalance_cb rebalance_hook; /* the test's, called after the count (may be NULL) */
     rl_consumer_error_cb error_hook;         /* the same for on_error */
+    rl_consumer_dead_letter_cb dead_letter_hook; /* and for on_dead_letter */
 } cthread;
 
 static void ct_rebalance(rl_consumer_t *c, int event, const rd_kafka_topic_partition_list_t *l)
@@ -298,12 +299,12 @@ static void ct_rebalance(rl_consumer_t *c, int event, const rd_kafka_topic_parti
 
 static void ct_dead(rl_consumer_t *c, const rd_kafka_message_t *m, const char *reason)
 {
-    (void)m;
-    (void)reason;
     cthread *t = rl_consumer_get_data(c);
     uv_mutex_lock(&t->mu);
     t->dead_letters++;
     uv_mutex_unlock(&t->mu);
+    if (t->dead_letter_hook)
+        t->dead_letter_hook(c, m, reason);
 }
 
 static void ct_error(rl_consumer_t *c, rd_kafka_resp_err_t err, const char *reason)

@@ -309,8 +309,19 @@ RL_EXTERN rl_dispatcher_t *rl_consumer_dispatcher(rl_consumer_t *c);
  * assign, commit or close it: the consumer does. */
 RL_EXTERN rd_kafka_t *rl_consumer_kafka(rl_consumer_t *c);
 
-/* Starts closing (loop thread): stops taking messages, revokes every partition as a rebalance
- * does (waits for in-flight messages, commits the watermarks), leaves the group, then closes
+/* Starts closing (loop thread): stops taking messages, takes the queued ones back from the
+ * lanes (the next owner reads them again), waits without blocking the loop for the messages in
+ * flight and their dead letters (up to revoke_timeout_ms), then, with the offset map, commits
+ * every partition's watermark and map while still a member of the group, right after the next
+ * heartbeat answer (up to heartbeat.interval.ms: a commit that crosses librdkafka's own rejoin
+ * would lose the assignment, and librdkafka rejoins only when a heartbeat says so); that commit is
+ * retried up to revoke_timeout_ms after a coordinator error (NOT_COORDINATOR,
+ * COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, REQUEST_TIMED_OUT) and, with
+ * cooperative-sticky, after REBALANCE_IN_PROGRESS (consumers closing together: the first one's
+ * leaving makes the group rebalance) once librdkafka has joined the next generation, or 1 s
+ * passed without a join; it blocks the loop meanwhile, within the bound below. Then it revokes
+ * every partition as a rebalance does (waits for in-flight messages, commits the watermarks),
+ * leaves the group, then closes
  * the dispatcher (handler calls still running finish) and flushes the dead-letter producer
  * (up to revoke_timeout_ms). Leaving the group does not block the loop; the revoke's waits,
  * the final flush and librdkafka's destroy do, within their bounds: with a blocking handler a
