@@ -64,9 +64,10 @@
  * (handed back unprocessed: rl_dispatch_take_tag, or a close in RL_DISPATCH_STOP mode). For the
  * jobs of one key these calls arrive in submission order, with one exception: the jobs
  * rl_dispatch_take_tag hands back end at once, before the key's earlier jobs that it does not
- * hand back, which are a job still in its handler and, when one key is submitted under more
- * than one tag, the key's queued jobs of other tags (those still run, in order, after the key's
- * job in its handler).
+ * hand back, which are the key's job already started (taken by a worker or in its handler; with
+ * batches, up to batch_max jobs of one batch) and, when one key is submitted under more than one
+ * tag, the key's queued jobs of other tags (those still run, in order, after the key's started
+ * job).
  */
 #ifndef RINGLANE_DISPATCHER_H
 #define RINGLANE_DISPATCHER_H
