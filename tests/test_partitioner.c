@@ -621,6 +621,7 @@ static void option_combinations(void **state)
             const char *names[3] = {"profile", "vnodes", "skip.unavailable"};
             const char *values[3] = {bad[i].profile, bad[i].vnodes, bad[i].skip};
             rl_kafka_partitioner_options o;
+            memset(&o, 0, sizeof o); /* padding too: compared byte for byte below */
             rl_kafka_partitioner_options_init(&o);
             int rc = 0, set = 0;
             for (int k = 0; k < 3 && rc == 0; k++) {
