@@ -137,8 +137,8 @@ static void write_holders(rl__json *o, const rl_consumer_partition_stats *ps, si
                                          "ringlane_consumer_partition_holder_failures",
                                          "ringlane_consumer_partition_holder_parked"};
     static const char *const helps[3] = {
-        "Age of the message holding the watermark (the oldest offset not finished), since "
-        "the consumer took it.",
+        ("Age of the message holding the watermark (the oldest offset not finished), since "
+         "the consumer took it."),
         "Handler calls that failed for the message holding the watermark.",
         "1 while the message holding the watermark waits for its retry (blocking handlers)."};
     for (int m = 0; m < 3; m++) {

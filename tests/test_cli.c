@@ -880,8 +880,8 @@ static void json_output(void **state)
     const char *keys[] = {"user1",
                           "",
                           "q\"\\\t",
-                          "\x01"
-                          "ctl",
+                          ("\x01"
+                           "ctl"),
                           "caf\xc3\xa9",
                           "\xff\xfe",
                           "\xed\xa0\x80",
