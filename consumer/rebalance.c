@@ -131,6 +131,7 @@ static void assign(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts)
             rd_kafka_topic_partition_list_add(fresh, e->topic, e->partition);
         c->stats.assigned++;
         c->stats.partitions++;
+        c->next_commit_ms = 0; /* its first completed work is committed at the next tick */
     }
     if (fresh && fresh->cnt)
         read_maps(c, parts, fresh);
@@ -278,9 +279,12 @@ static bool add_commit(rl_consumer_t *c, rl__part *p, rd_kafka_topic_partition_l
     return true;
 }
 
-/* Commits, every commit_interval_ms, the offsets and maps that changed: one request at a
- * time, none while the group rebalances (see COMMIT_HOLD_MS) and none for partitions being
- * revoked (their revoke commits them). */
+/* Commits the offsets and maps that changed, at most once every commit_interval_ms: one
+ * request at a time, none while the group rebalances (see COMMIT_HOLD_MS) and none for
+ * partitions being revoked (their revoke commits them). The interval counts from the last
+ * commit sent, not from the last look: the first work completed after an assignment (or
+ * after a quiet spell) is committed at the next tick, so a partition lost soon after it came
+ * is read again from there and not from where its previous owner stood. */
 void rl__commit_maps(rl_consumer_t *c)
 {
     uint64_t now = rl__now_ms();
@@ -289,7 +293,6 @@ void rl__commit_maps(rl_consumer_t *c)
     if (now < c->next_commit_ms || c->commit_in_flight || now < c->commit_hold_until_ms ||
         c->join_expected || rl__group_joining(c))
         return;
-    c->next_commit_ms = now + c->opts.commit_interval_ms;
     rd_kafka_topic_partition_list_t *l = NULL;
     for (uint32_t i = 0; i < c->ntopics; i++) {
         rl__topic *t = c->topics[i];
@@ -303,6 +306,7 @@ void rl__commit_maps(rl_consumer_t *c)
     }
     if (!l)
         return;
+    c->next_commit_ms = now + c->opts.commit_interval_ms;
     rd_kafka_resp_err_t err = rd_kafka_commit(c->rk, l, 1); /* the answer: rl__commit_cb */
     if (err)
         note_committed(c, err, l, COMMIT_PERIODIC);
