@@ -144,16 +144,40 @@ static void on_dispatcher_closed(rl_dispatcher_t *d)
     finish(c);
 }
 
+/* At most this many messages are dropped by one poll of a closing consumer's queue (a full
+ * fetch queue is queued.min.messages, 100,000 by default). */
+#define LEAVE_POLL_MAX 1000000
+
+/* A closing consumer serves everything librdkafka queued (its rebalance callbacks among it)
+ * and drops the messages (closing: never dispatched, read again by the partitions' next
+ * owner). */
+static void serve_queued(rl_consumer_t *c)
+{
+    rd_kafka_message_t *m;
+    for (int i = 0; i < LEAVE_POLL_MAX && (m = rd_kafka_consumer_poll(c->rk, 0)); i++)
+        rl__on_message(c, m);
+}
+
 /* Hands the partitions back (the rebalance callback revokes them, committing the watermarks)
- * and leaves the group, without blocking the loop: librdkafka posts the steps on our queue. */
+ * and leaves the group, without blocking the loop: librdkafka posts the steps on our queue.
+ * The close's commit may take a while, and the group may start rebalancing meanwhile (another
+ * member left: its Heartbeat answer makes librdkafka queue a revoke). That revoke is served
+ * before the close request goes in: librdkafka 2.0.2 closing an eager consumer with a revoke
+ * still queued unassigns by itself and ends its group while the revoke is still to be served
+ * (see left_group in rebalance.c). For the same reason the close request waits while a
+ * revoke of asynchronous handlers is deferred (librdkafka waits for its unassign call). */
 static void start_leaving(rl_consumer_t *c)
 {
-    c->leaving = true;
     for (uint32_t i = 0; i < c->ntopics; i++)
         for (int32_t k = 0; k < c->topics[i]->nparts; k++)
             if (c->topics[i]->parts[k])
                 rl__msgq_clear(&c->topics[i]->parts[k]->pending);
     rl__commit_before_leaving(c);
+    serve_queued(c);
+    if (c->revoke.active)
+        return; /* its end wakes the loop, and serve() comes back here */
+    c->leaving = true;
+    c->leave_mark = rl__group_leaves(c);
     rd_kafka_error_t *error = rd_kafka_consumer_close_queue(c->rk, c->q);
     if (error) {
         rl__consumer_error(c, rd_kafka_error_code(error), "close: %s",
@@ -210,10 +234,14 @@ static void serve(rl_consumer_t *c)
     }
     bool more = i == c->opts.poll_batch; /* the queue's wake-up only comes when it was empty */
     rl__fetch_restart_after_poll(c, !more);
-    /* Only after the poll: an assignment librdkafka queued before now is served before the
-     * close request, so it reaches the group as an assign call and not after its close began
-     * (see may_leave, and assign_late in rebalance.c for one that comes all the same). */
-    if (c->closing && !c->leaving && may_leave(c) && rl__drained_for_leaving(c))
+    /* Only after the whole queue is served: an assignment librdkafka queued before now is
+     * served before the close request, so it reaches the group as an assign call and not after
+     * its close began (see may_leave, and assign_late in rebalance.c for one that comes all the
+     * same). */
+    if (c->closing && !c->leaving)
+        serve_queued(c);
+    if (c->closing && !c->leaving && !c->revoke.active && may_leave(c) &&
+        rl__drained_for_leaving(c))
         start_leaving(c);
     /* kafka_stuck: librdkafka's close will never finish (assign_late). */
     if (c->leaving && !c->kafka_closed && (c->kafka_stuck || rd_kafka_consumer_closed(c->rk)))
@@ -518,7 +546,7 @@ static int kafka_new(rl_consumer_t *c, const rl_consumer_options *o)
     }
     c->coop_destroy_hazard = coop_destroy_hazard(conf);
     rl__fetch_restart_init(c, conf);
-    if (o->offset_map_max_bytes && (rc = rl__group_watch_install(c, conf)) != 0) {
+    if ((rc = rl__group_watch_install(c, conf)) != 0) {
         rd_kafka_conf_destroy(conf);
         if (dconf)
             rd_kafka_conf_destroy(dconf);

@@ -115,8 +115,9 @@ typedef struct rl__group_watch {
     uv_mutex_t mu;
     rl__group_request v[RL__GROUP_WATCH_MAX];
     int n;
-    uint64_t joins; /* JoinGroup answers so far */
-    uint64_t beats; /* Heartbeat answers seen so far (librdkafka 2.0 reports each twice) */
+    uint64_t joins;  /* JoinGroup answers so far */
+    uint64_t beats;  /* Heartbeat answers seen so far (librdkafka 2.0 reports each twice) */
+    uint64_t leaves; /* LeaveGroup requests sent so far */
 } rl__group_watch;
 
 /* A revoke of an asynchronous consumer, waiting for the partitions' messages in flight. */
@@ -164,6 +165,7 @@ struct rl_consumer {
     bool draining;           /* a close took the queued jobs back and waits for the rest */
     uint64_t drain_until_ms; /* ... until then at most (revoke_timeout_ms) */
     bool leaving;            /* librdkafka is closing the consumer (close_queue called) */
+    uint64_t leave_mark;     /* LeaveGroup requests sent before that (rl__group_leaves) */
     bool kafka_closed;       /* ... and has finished */
     bool dispatcher_gone;
     /* librdkafka before 2.3.0 with cooperative-sticky: a close before the first assignment
@@ -186,7 +188,7 @@ struct rl_consumer {
     uint64_t next_commit_ms;       /* the next periodic commit */
     uint64_t commit_hold_until_ms; /* no periodic commit before: the group is rebalancing */
     bool commit_in_flight;         /* a periodic commit waits for its answer */
-    rl__group_watch *watch; /* periodic commits wait while a join is in flight; NULL: no map */
+    rl__group_watch *watch;        /* the group's requests in flight (group_watch.c) */
     /* A cooperative revoke: librdkafka joins again right after the follow-on assign call, so
      * periodic commits wait for that join's answer (a JoinGroup answered after join_mark), or
      * until join_wait_until_ms. */
@@ -284,8 +286,9 @@ void rl__revoke_free(rl_consumer_t *c);
 int rl__group_watch_install(rl_consumer_t *c, rd_kafka_conf_t *conf);
 void rl__group_watch_free(rl_consumer_t *c);
 bool rl__group_joining(rl_consumer_t *c);
-uint64_t rl__group_joins(rl_consumer_t *c); /* JoinGroup answers so far */
-uint64_t rl__group_beats(rl_consumer_t *c); /* Heartbeat answers seen so far */
+uint64_t rl__group_joins(rl_consumer_t *c);  /* JoinGroup answers so far */
+uint64_t rl__group_beats(rl_consumer_t *c);  /* Heartbeat answers seen so far */
+uint64_t rl__group_leaves(rl_consumer_t *c); /* LeaveGroup requests sent so far */
 
 /* partition_map.c: the offset map of each partition */
 int rl__map_init(rl_consumer_t *c); /* RL_ENOMEM */

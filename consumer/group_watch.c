@@ -11,7 +11,9 @@
  * too. librdkafka calls on_request_sent and on_response_received on its broker threads for
  * every request: the JoinGroup and SyncGroup requests of this consumer in flight are kept
  * here, and periodic commits wait while there is one. Heartbeat answers are counted: a close's
- * commit goes out right after one (rebalance.c, wait_heartbeat). */
+ * commit goes out right after one (rebalance.c, wait_heartbeat). LeaveGroup requests are
+ * counted too: once a closing consumer's LeaveGroup has gone out, librdkafka has given up the
+ * assignment by itself and its group may end at any moment (rebalance.c, left_group). */
 #include "consumer_internal.h"
 
 #include <stdlib.h>
@@ -19,6 +21,7 @@
 #define API_JOIN_GROUP 11
 #define API_SYNC_GROUP 14
 #define API_HEARTBEAT 12
+#define API_LEAVE_GROUP 13
 #define WATCH_NAME "ringlane.group_watch"
 
 static rd_kafka_resp_err_t on_sent(rd_kafka_t *rk, int sockfd, const char *brokername,
@@ -26,9 +29,15 @@ static rd_kafka_resp_err_t on_sent(rd_kafka_t *rk, int sockfd, const char *broke
                                    int32_t CorrId, size_t size, void *ic_opaque)
 {
     (void)rk, (void)sockfd, (void)brokername, (void)ApiVersion, (void)CorrId, (void)size;
+    rl__group_watch *w = ic_opaque;
+    if (ApiKey == API_LEAVE_GROUP) {
+        uv_mutex_lock(&w->mu);
+        w->leaves++;
+        uv_mutex_unlock(&w->mu);
+        return RD_KAFKA_RESP_ERR_NO_ERROR;
+    }
     if (ApiKey != API_JOIN_GROUP && ApiKey != API_SYNC_GROUP)
         return RD_KAFKA_RESP_ERR_NO_ERROR;
-    rl__group_watch *w = ic_opaque;
     uv_mutex_lock(&w->mu);
     if (w->n < RL__GROUP_WATCH_MAX) /* one join or sync at a time: never full */
         w->v[w->n++] = (rl__group_request){brokerid, ApiKey};
@@ -140,6 +149,17 @@ uint64_t rl__group_beats(rl_consumer_t *c)
         return 0;
     uv_mutex_lock(&w->mu);
     uint64_t n = w->beats;
+    uv_mutex_unlock(&w->mu);
+    return n;
+}
+
+uint64_t rl__group_leaves(rl_consumer_t *c)
+{
+    rl__group_watch *w = c->watch;
+    if (!w)
+        return 0;
+    uv_mutex_lock(&w->mu);
+    uint64_t n = w->leaves;
     uv_mutex_unlock(&w->mu);
     return n;
 }

@@ -31,6 +31,21 @@ static bool group_gone(rl_consumer_t *c)
     return c->leaving && rd_kafka_consumer_closed(c->rk);
 }
 
+/* librdkafka 2.0.2 sends a closing consumer's LeaveGroup only once it needs no more from the
+ * application: after the unassign call of the close's own revoke, or at once when a rebalance
+ * callback was still queued as the close began (an eager group rebalancing: the close then
+ * unassigns by itself, and the queued revoke, served after, is stale). From that LeaveGroup's
+ * answer on, the group may end at any moment: a commit that reaches it in between aborts
+ * librdkafka (rdkafka_cgrp.c: rd_kafka_cgrp_terminated: assert: !rd_kafka_assignment_in_progress)
+ * and an assign call may wait forever (its request is dropped unanswered). So once the
+ * LeaveGroup is out, a revoke neither commits nor calls librdkafka: its partitions are
+ * released here alone, and what completed since the last accepted commit is read again by
+ * the next owner (the close's own commit, refused as the group rebalanced, was reported). */
+static bool left_group(rl_consumer_t *c)
+{
+    return c->leaving && rl__group_leaves(c) > c->leave_mark;
+}
+
 /* Asked only until the consumer starts leaving (rl__drained_for_leaving asks once before): a
  * close's rebalances may be served while librdkafka's group is terminating, when the query
  * may never be answered (seen once in test_consumer_order under load). */
@@ -47,7 +62,7 @@ static void apply(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts, bool
 {
     rd_kafka_error_t *error = NULL;
     rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
-    if (group_gone(c))
+    if (group_gone(c) || left_group(c))
         return;
     if (cooperative_of(c))
         error = assign ? rd_kafka_incremental_assign(c->rk, parts)
@@ -388,9 +403,11 @@ static rd_kafka_resp_err_t commit_sync_once(rl_consumer_t *c, rl__part *const *p
     return r.err;
 }
 
+/* A revoke's commit: none once a closing consumer's LeaveGroup is out (see left_group). */
 static void commit_sync(rl_consumer_t *c, rl__part *const *parts, size_t n, uint64_t deadline_ms)
 {
-    commit_sync_once(c, parts, n, deadline_ms, false);
+    if (!left_group(c))
+        commit_sync_once(c, parts, n, deadline_ms, false);
 }
 
 /* The coordinator moved, is loading or did not answer in time: librdkafka finds it again. */
@@ -845,6 +862,7 @@ void rl__rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         else
             release(c, l, true, false);
         rd_kafka_topic_partition_list_destroy(l);
-        rd_kafka_assign(rk, NULL);
+        if (!group_gone(c) && !left_group(c))
+            rd_kafka_assign(rk, NULL);
     }
 }
