@@ -1,20 +1,21 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The ring partitioner while the cluster has a bad day: a keyed produce burst on librdkafka's
- * mock cluster (3 brokers, a topic of 12 partitions led by brokers 1, 2, 3 in turn) while
- * leaders move, a broker goes down and comes back (with its partitions' leaders kept, as the
- * mock does, or gone, as a real cluster with replication factor 1 does), Produce requests
- * answer errors, or a broker answers slowly; each with skip.unavailable off and on, through
- * the C API and through the plugin loaded by configuration.
+ * mock cluster (3 brokers, a topic of 12 partitions with the leaders the mock picks) while
+ * leaders move, the busiest broker goes down and comes back (named leader all along, as the
+ * mock does, or with its partitions leaderless, as a real cluster with replication factor 1
+ * shows it), Produce requests answer errors, or a broker answers slowly; each with
+ * skip.unavailable off and on, through the C API and through the plugin loaded by
+ * configuration.
  *
  * An independent checker reads every delivery report and then the topic itself, and proves:
  *
  * - every delivered message is on its key's partition on a ring built here with the public
  *   ring API (the ring `ringlane route --partitions 12` builds), or, with skip.unavailable on,
  *   on the documented fallback: the first partition of the key's preference list
- *   (rl_ring_replicas) that the case made unavailable no longer, the others before it all
- *   made unavailable by the case;
+ *   (rl_ring_replicas) that the case did not leave without a leader;
  * - nothing is lost: every message has exactly one delivery report, a failed one names its
- *   error, and every delivered message is in the log at the offset its report gave;
+ *   error, and every delivered message is in the log at the offset its report gave (but
+ *   those the mock let librdkafka report without an offset: see acked_unwritten, counted);
  * - with enable.idempotence on, each partition's log holds each key's messages in the order
  *   they were produced, and no message twice. With it off, librdkafka promises neither when it
  *   retries (max.in.flight 1,000,000 by default): the inversions and duplicates are counted.
