@@ -228,11 +228,13 @@ static rl__topic_watch *watch_of(rl_kafka_partitioner_t *p, const rd_kafka_topic
             if (w->rkt == (const void *)rkt && w->partition_cnt == partition_cnt)
                 found = 1;
         if (!found && p->watch_count < RL__TOPIC_WATCH_MAX &&
-            (w = calloc(1, sizeof *w + (size_t)partition_cnt * sizeof w->since[0]))) {
+            (w = calloc(1, sizeof *w + (size_t)partition_cnt * sizeof w->down[0]))) {
             w->rkt = rkt;
             w->partition_cnt = partition_cnt;
-            for (int32_t i = 0; i < partition_cnt; i++)
-                atomic_init(&w->since[i], 0);
+            for (int32_t i = 0; i < partition_cnt; i++) {
+                atomic_init(&w->down[i].since, 0);
+                atomic_init(&w->down[i].last, 0);
+            }
             w->next = atomic_load_explicit(&p->watched, memory_order_relaxed);
             atomic_store_explicit(&p->watched, w, memory_order_release);
             p->watch_count++;
@@ -243,18 +245,21 @@ static rl__topic_watch *watch_of(rl_kafka_partitioner_t *p, const rd_kafka_topic
 }
 
 /* Whether the owner has been unavailable for RL_KAFKA_SKIP_GRACE_MS without a break (the
- * first sighting starts the count); called only while it is unavailable. */
+ * first sighting starts the count, and so does one more than RL__SKIP_STALE_MS after the
+ * one before); called only while it is unavailable. */
 static int down_long_enough(rl_kafka_partitioner_t *p, const rd_kafka_topic_t *rkt, int32_t owner,
                             int32_t partition_cnt)
 {
     rl__topic_watch *w = watch_of(p, rkt, partition_cnt);
     if (!w)
         return 1; /* too many topics to watch: skip at once */
+    rl__down *d = &w->down[owner];
     int64_t now = now_ns();
-    int64_t since = atomic_load_explicit(&w->since[owner], memory_order_relaxed);
-    if (since == 0) {
-        atomic_compare_exchange_strong_explicit(&w->since[owner], &since, now, memory_order_relaxed,
-                                                memory_order_relaxed);
+    int64_t last = atomic_exchange_explicit(&d->last, now, memory_order_relaxed);
+    int64_t since = atomic_load_explicit(&d->since, memory_order_relaxed);
+    if (since == 0 || now - last > (int64_t)RL__SKIP_STALE_MS * 1000000) {
+        /* Threads racing here all store about `now`: any of them starts the count. */
+        atomic_store_explicit(&d->since, now, memory_order_relaxed);
         return 0;
     }
     return now - since >= (int64_t)RL_KAFKA_SKIP_GRACE_MS * 1000000;
@@ -267,8 +272,8 @@ static void seen_available(rl_kafka_partitioner_t *p, const rd_kafka_topic_t *rk
     for (rl__topic_watch *w = atomic_load_explicit(&p->watched, memory_order_acquire); w;
          w = w->next)
         if (w->rkt == (const void *)rkt && w->partition_cnt == partition_cnt) {
-            if (atomic_load_explicit(&w->since[owner], memory_order_relaxed) != 0)
-                atomic_store_explicit(&w->since[owner], 0, memory_order_relaxed);
+            if (atomic_load_explicit(&w->down[owner].since, memory_order_relaxed) != 0)
+                atomic_store_explicit(&w->down[owner].since, 0, memory_order_relaxed);
             return;
         }
 }

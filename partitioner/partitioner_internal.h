@@ -11,12 +11,23 @@
 
 /* Per topic and partition count (skip.unavailable only): since when each partition has been
  * seen unavailable without a break (CLOCK_MONOTONIC ns, 0 = seen available or never asked). */
+/* A partition's unavailability as the callback sees it: since when (0: not seen unavailable,
+ * or seen available since), and when it was last seen so. */
+typedef struct rl__down {
+    _Atomic int64_t since, last;
+} rl__down;
+
 typedef struct rl__topic_watch {
     const void *rkt; /* librdkafka's topic, as the callback gets it */
     int32_t partition_cnt;
     struct rl__topic_watch *next; /* never changes once published */
-    _Atomic int64_t since[];
+    rl__down down[];
 } rl__topic_watch;
+
+/* A partition is seen only when one of its keys comes: one last seen unavailable longer ago
+ * than this may have been available in between, so its count starts again (two short outages
+ * of a quiet partition are not one long one). */
+#define RL__SKIP_STALE_MS (10 * RL_KAFKA_SKIP_GRACE_MS)
 
 #define RL__TOPIC_WATCH_MAX 4096 /* topics x partition counts watched; past it, no grace */
 

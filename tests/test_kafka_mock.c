@@ -366,6 +366,60 @@ static void skip_unavailable(void **state)
     rl_ring_free(ref);
 }
 
+/* skip.unavailable sees a partition only when one of its keys comes. A key of the leaderless
+ * partition 2 starts its count; the next one comes 11 s later, more than 10 x
+ * RL_KAFKA_SKIP_GRACE_MS after: the partition may have been available in between (a quiet
+ * partition's two short outages are not one long one), so the count starts again and the key
+ * waits for its partition, which gets its leader back. The old count, never ended, skipped it
+ * at once. */
+static void skip_unavailable_forgets_an_old_sighting(void **state)
+{
+    (void)state;
+    const int32_t down = 2;
+    rl_ring_t *ref = ref_partition_ring(RL_KAFKA_DEFAULT_PROFILE, RL_VNODES_PROFILE, 6);
+    run r = {.d = calloc(2, sizeof(delivery)), .n = 2};
+    assert_non_null(r.d);
+    rl_kafka_partitioner_options o;
+    rl_kafka_partitioner_options_init(&o);
+    o.skip_unavailable = 1;
+    rl_kafka_partitioner_t *p;
+    assert_rl_ok(rl_kafka_partitioner_new(&o, &p));
+    rd_kafka_conf_t *conf = mock_conf(&r);
+    rd_kafka_topic_conf_t *tconf = rd_kafka_topic_conf_new();
+    rl_kafka_partitioner_install(p, tconf);
+    rd_kafka_conf_set_default_topic_conf(conf, tconf);
+    const char *topic = "stale-outage";
+    create_topic(topic, 6);
+    assert_int_equal(rd_kafka_mock_partition_set_leader(mock, topic, down, -1), 0);
+    rd_kafka_t *rk = new_producer(conf);
+    warm_up(rk, topic, 6, down);
+    char key[64];
+    size_t len = 0;
+    for (size_t i = 0;; i++) {
+        len = test_key(2000000 + i, key, sizeof key);
+        if (ref_partition(ref, key, len) == down)
+            break;
+    }
+    produce_named(rk, topic, key, len, 0);
+    struct timespec quiet = {.tv_sec = 11};
+    nanosleep(&quiet, NULL);
+    produce_named(rk, topic, key, len, 1);
+    assert_int_equal(rd_kafka_mock_partition_set_leader(mock, topic, down, 1), 0);
+    flush_all(rk);
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(r.d[i].reported, 1);
+        assert_int_equal(r.d[i].err, 0);
+        assert_int_equal(r.d[i].partition, down);
+    }
+    rl_kafka_partitioner_stats st;
+    assert_rl_ok(rl_kafka_partitioner_stats_get(p, &st));
+    assert_int_equal(st.skipped, 0);
+    rd_kafka_destroy(rk);
+    rl_kafka_partitioner_destroy(p);
+    free(r.d);
+    rl_ring_free(ref);
+}
+
 /* A fresh producer's first burst, every partition with a leader: librdkafka reports the
  * partitions unavailable while it hands them to its broker threads, and the keys it partitions
  * then (the burst was queued before the topic's metadata came) must still go to their ring
@@ -817,6 +871,7 @@ int main(void)
         cmocka_unit_test(delivery_reports_follow_the_ring),
         cmocka_unit_test(null_and_empty_keys),
         cmocka_unit_test(skip_unavailable),
+        cmocka_unit_test(skip_unavailable_forgets_an_old_sighting),
         cmocka_unit_test(skip_unavailable_fresh_burst),
         cmocka_unit_test(plugin_refuses_pairs),
         cmocka_unit_test(concurrent_producers),
