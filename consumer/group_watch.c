@@ -16,6 +16,7 @@
  * assignment by itself and its group may end at any moment (rebalance.c, left_group). */
 #include "consumer_internal.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 
 #define API_JOIN_GROUP 11
@@ -131,35 +132,29 @@ bool rl__group_joining(rl_consumer_t *c)
     return busy;
 }
 
-uint64_t rl__group_joins(rl_consumer_t *c)
+/* One of the watch's counters, read under its lock (0 without a watch). */
+static uint64_t read_count(rl_consumer_t *c, size_t offset)
 {
     rl__group_watch *w = c->watch;
     if (!w)
         return 0;
     uv_mutex_lock(&w->mu);
-    uint64_t n = w->joins;
+    uint64_t n = *(const uint64_t *)((const char *)w + offset);
     uv_mutex_unlock(&w->mu);
     return n;
+}
+
+uint64_t rl__group_joins(rl_consumer_t *c)
+{
+    return read_count(c, offsetof(rl__group_watch, joins));
 }
 
 uint64_t rl__group_beats(rl_consumer_t *c)
 {
-    rl__group_watch *w = c->watch;
-    if (!w)
-        return 0;
-    uv_mutex_lock(&w->mu);
-    uint64_t n = w->beats;
-    uv_mutex_unlock(&w->mu);
-    return n;
+    return read_count(c, offsetof(rl__group_watch, beats));
 }
 
 uint64_t rl__group_leaves(rl_consumer_t *c)
 {
-    rl__group_watch *w = c->watch;
-    if (!w)
-        return 0;
-    uv_mutex_lock(&w->mu);
-    uint64_t n = w->leaves;
-    uv_mutex_unlock(&w->mu);
-    return n;
+    return read_count(c, offsetof(rl__group_watch, leaves));
 }

@@ -283,6 +283,27 @@ static void null_and_empty_keys(void **state)
     assert_true(counts[1] >= 300);
 }
 
+/* A producer configuration whose partitioner has skip.unavailable `skip` (made in *p), with
+ * message.timeout.ms `timeout_ms` when not NULL. */
+static rd_kafka_conf_t *skip_conf(run *r, int skip, const char *timeout_ms,
+                                  rl_kafka_partitioner_t **p)
+{
+    rl_kafka_partitioner_options o;
+    rl_kafka_partitioner_options_init(&o);
+    o.skip_unavailable = skip;
+    assert_rl_ok(rl_kafka_partitioner_new(&o, p));
+    rd_kafka_conf_t *conf = mock_conf(r);
+    rd_kafka_topic_conf_t *tconf = rd_kafka_topic_conf_new();
+    char err[256];
+    if (timeout_ms)
+        assert_int_equal(
+            rd_kafka_topic_conf_set(tconf, "message.timeout.ms", timeout_ms, err, sizeof err),
+            RD_KAFKA_CONF_OK);
+    rl_kafka_partitioner_install(*p, tconf);
+    rd_kafka_conf_set_default_topic_conf(conf, tconf);
+    return conf;
+}
+
 /* Partition 2 has no leader. skip.unavailable on: once it has been unavailable for
  * RL_KAFKA_SKIP_GRACE_MS, its keys go to the next available partition clockwise (the first
  * other entry of the key's preference list); off: they wait for the leader and time out, and
@@ -297,19 +318,8 @@ static void skip_unavailable(void **state)
     for (int skip = 1; skip >= 0; skip--) {
         run r = {.d = calloc(n, sizeof(delivery)), .n = n};
         assert_non_null(r.d);
-        rl_kafka_partitioner_options o;
-        rl_kafka_partitioner_options_init(&o);
-        o.skip_unavailable = skip;
         rl_kafka_partitioner_t *p;
-        assert_rl_ok(rl_kafka_partitioner_new(&o, &p));
-        rd_kafka_conf_t *conf = mock_conf(&r);
-        rd_kafka_topic_conf_t *tconf = rd_kafka_topic_conf_new();
-        char err[256];
-        assert_int_equal(
-            rd_kafka_topic_conf_set(tconf, "message.timeout.ms", "2500", err, sizeof err),
-            RD_KAFKA_CONF_OK);
-        rl_kafka_partitioner_install(p, tconf);
-        rd_kafka_conf_set_default_topic_conf(conf, tconf);
+        rd_kafka_conf_t *conf = skip_conf(&r, skip, "2500", &p);
         char topic[32];
         snprintf(topic, sizeof topic, "degraded-%d", skip);
         create_topic(topic, 6);
@@ -379,15 +389,8 @@ static void skip_unavailable_forgets_an_old_sighting(void **state)
     rl_ring_t *ref = ref_partition_ring(RL_KAFKA_DEFAULT_PROFILE, RL_VNODES_PROFILE, 6);
     run r = {.d = calloc(2, sizeof(delivery)), .n = 2};
     assert_non_null(r.d);
-    rl_kafka_partitioner_options o;
-    rl_kafka_partitioner_options_init(&o);
-    o.skip_unavailable = 1;
     rl_kafka_partitioner_t *p;
-    assert_rl_ok(rl_kafka_partitioner_new(&o, &p));
-    rd_kafka_conf_t *conf = mock_conf(&r);
-    rd_kafka_topic_conf_t *tconf = rd_kafka_topic_conf_new();
-    rl_kafka_partitioner_install(p, tconf);
-    rd_kafka_conf_set_default_topic_conf(conf, tconf);
+    rd_kafka_conf_t *conf = skip_conf(&r, 1, NULL, &p);
     const char *topic = "stale-outage";
     create_topic(topic, 6);
     assert_int_equal(rd_kafka_mock_partition_set_leader(mock, topic, down, -1), 0);
@@ -435,15 +438,8 @@ static void skip_unavailable_fresh_burst(void **state)
     for (int trial = 0; trial < 5; trial++) {
         run r = {.d = calloc(n, sizeof(delivery)), .n = n};
         assert_non_null(r.d);
-        rl_kafka_partitioner_options o;
-        rl_kafka_partitioner_options_init(&o);
-        o.skip_unavailable = 1;
         rl_kafka_partitioner_t *p;
-        assert_rl_ok(rl_kafka_partitioner_new(&o, &p));
-        rd_kafka_conf_t *conf = mock_conf(&r);
-        rd_kafka_topic_conf_t *tconf = rd_kafka_topic_conf_new();
-        rl_kafka_partitioner_install(p, tconf);
-        rd_kafka_conf_set_default_topic_conf(conf, tconf);
+        rd_kafka_conf_t *conf = skip_conf(&r, 1, NULL, &p);
         char topic[32];
         snprintf(topic, sizeof topic, "fresh-%d", trial);
         create_topic(topic, 12);
