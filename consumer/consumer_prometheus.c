@@ -166,8 +166,8 @@ static void write_holders(rl__json *o, const rl_consumer_partition_stats *ps, si
 static void write_consumer(rl__json *o, const rl_consumer_stats *s,
                            const rl_consumer_partition_stats *ps, size_t n)
 {
-    rl__prom_family(o, "ringlane_consumer_partitions", "gauge", "Partitions assigned now.");
-    rl__prom_u64(o, "ringlane_consumer_partitions", s->partitions);
+    rl__prom_metric_u64(o, "ringlane_consumer_partitions", "gauge", "Partitions assigned now.",
+                        s->partitions);
     for (size_t m = 0; m < sizeof counters / sizeof counters[0]; m++) {
         rl__prom_family(o, counters[m].name, "counter", counters[m].help);
         rl__prom_u64(o, counters[m].name,

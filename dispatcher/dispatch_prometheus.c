@@ -51,26 +51,22 @@ static bool lane_busy(const rl_dispatch_lane_stats *l)
 
 static void write_totals(rl__json *o, const rl_dispatch_stats *s, size_t busy)
 {
-    rl__prom_family(o, "ringlane_dispatch_lanes", "gauge", "Lanes in the ring.");
-    rl__prom_u64(o, "ringlane_dispatch_lanes", s->lanes);
-    rl__prom_family(o, "ringlane_dispatch_lanes_retiring", "gauge",
-                    "Lanes removed and still finishing their job in flight.");
-    rl__prom_u64(o, "ringlane_dispatch_lanes_retiring", s->retiring);
-    rl__prom_family(o, "ringlane_dispatch_lanes_busy", "gauge",
-                    "Lanes holding a job: queued, in flight, parked or retry parked.");
-    rl__prom_u64(o, "ringlane_dispatch_lanes_busy", busy);
-    rl__prom_family(o, "ringlane_dispatch_jobs", "gauge",
-                    "Jobs held now, towards max_jobs (the memory bound).");
-    rl__prom_u64(o, "ringlane_dispatch_jobs", s->jobs);
-    rl__prom_family(o, "ringlane_dispatch_submitted_total", "counter", "Jobs accepted.");
-    rl__prom_u64(o, "ringlane_dispatch_submitted_total", s->submitted);
+    rl__prom_metric_u64(o, "ringlane_dispatch_lanes", "gauge", "Lanes in the ring.", s->lanes);
+    rl__prom_metric_u64(o, "ringlane_dispatch_lanes_retiring", "gauge",
+                        "Lanes removed and still finishing their job in flight.", s->retiring);
+    rl__prom_metric_u64(o, "ringlane_dispatch_lanes_busy", "gauge",
+                        "Lanes holding a job: queued, in flight, parked or retry parked.", busy);
+    rl__prom_metric_u64(o, "ringlane_dispatch_jobs", "gauge",
+                        "Jobs held now, towards max_jobs (the memory bound).", s->jobs);
+    rl__prom_metric_u64(o, "ringlane_dispatch_submitted_total", "counter", "Jobs accepted.",
+                        s->submitted);
     rl__prom_family(
         o, "ringlane_dispatch_refused_total", "counter",
         "Submissions refused for room (RL_EAGAIN, and each wait of a blocking submit).");
     rl__prom_u64(o, "ringlane_dispatch_refused_total", s->refused);
-    rl__prom_family(o, "ringlane_dispatch_rate_limited_total", "counter",
-                    "Submissions refused by the rate limit (max_rate), part of refused_total.");
-    rl__prom_u64(o, "ringlane_dispatch_rate_limited_total", s->rate_limited);
+    rl__prom_metric_u64(o, "ringlane_dispatch_rate_limited_total", "counter",
+                        "Submissions refused by the rate limit (max_rate), part of refused_total.",
+                        s->rate_limited);
     rl__prom_family(o, "ringlane_dispatch_jobs_ended_total", "counter",
                     "Jobs ended, by outcome: done, dead_lettered, returned (handed back).");
     rl__json_put(o,
@@ -78,32 +74,25 @@ static void write_totals(rl__json *o, const rl_dispatch_stats *s, size_t busy)
                  "ringlane_dispatch_jobs_ended_total{outcome=\"dead_lettered\"} %" PRIu64 "\n"
                  "ringlane_dispatch_jobs_ended_total{outcome=\"returned\"} %" PRIu64 "\n",
                  s->done, s->dead_lettered, s->returned);
-    rl__prom_family(o, "ringlane_dispatch_lane_changes_total", "counter",
-                    "Lanes added and removed.");
-    rl__prom_u64(o, "ringlane_dispatch_lane_changes_total", s->lane_changes);
-    rl__prom_family(o, "ringlane_dispatch_lane_change_last_seconds", "gauge",
-                    "How long the last lane change held submissions and moved keys.");
-    rl__prom_double(o, "ringlane_dispatch_lane_change_last_seconds",
-                    (double)s->last_change_ns / 1e9);
-    rl__prom_family(o, "ringlane_dispatch_lane_change_max_seconds", "gauge",
-                    "The longest lane change so far.");
-    rl__prom_double(o, "ringlane_dispatch_lane_change_max_seconds", (double)s->max_change_ns / 1e9);
+    rl__prom_metric_u64(o, "ringlane_dispatch_lane_changes_total", "counter",
+                        "Lanes added and removed.", s->lane_changes);
+    rl__prom_metric_double(o, "ringlane_dispatch_lane_change_last_seconds", "gauge",
+                           "How long the last lane change held submissions and moved keys.",
+                           (double)s->last_change_ns / 1e9);
+    rl__prom_metric_double(o, "ringlane_dispatch_lane_change_max_seconds", "gauge",
+                           "The longest lane change so far.", (double)s->max_change_ns / 1e9);
     const rl_dispatch_removed_stats *r = &s->removed;
-    rl__prom_family(o, "ringlane_dispatch_removed_lanes_total", "counter",
-                    "Lanes removed and gone; their counters are in ringlane_dispatch_removed_*.");
-    rl__prom_u64(o, "ringlane_dispatch_removed_lanes_total", r->lanes);
-    rl__prom_family(o, "ringlane_dispatch_removed_processed_total", "counter",
-                    "Jobs that ended in lanes since removed.");
-    rl__prom_u64(o, "ringlane_dispatch_removed_processed_total", r->processed);
-    rl__prom_family(o, "ringlane_dispatch_removed_failed_total", "counter",
-                    "Handler calls that failed in lanes since removed.");
-    rl__prom_u64(o, "ringlane_dispatch_removed_failed_total", r->failed);
-    rl__prom_family(o, "ringlane_dispatch_removed_retried_total", "counter",
-                    "Retries scheduled in lanes since removed.");
-    rl__prom_u64(o, "ringlane_dispatch_removed_retried_total", r->retried);
-    rl__prom_family(o, "ringlane_dispatch_removed_dead_lettered_total", "counter",
-                    "Jobs dead-lettered in lanes since removed.");
-    rl__prom_u64(o, "ringlane_dispatch_removed_dead_lettered_total", r->dead_lettered);
+    rl__prom_metric_u64(
+        o, "ringlane_dispatch_removed_lanes_total", "counter",
+        "Lanes removed and gone; their counters are in ringlane_dispatch_removed_*.", r->lanes);
+    rl__prom_metric_u64(o, "ringlane_dispatch_removed_processed_total", "counter",
+                        "Jobs that ended in lanes since removed.", r->processed);
+    rl__prom_metric_u64(o, "ringlane_dispatch_removed_failed_total", "counter",
+                        "Handler calls that failed in lanes since removed.", r->failed);
+    rl__prom_metric_u64(o, "ringlane_dispatch_removed_retried_total", "counter",
+                        "Retries scheduled in lanes since removed.", r->retried);
+    rl__prom_metric_u64(o, "ringlane_dispatch_removed_dead_lettered_total", "counter",
+                        "Jobs dead-lettered in lanes since removed.", r->dead_lettered);
 }
 
 static void write_lanes(rl__json *o, const rl_dispatch_lane_stats *ls, size_t got)
@@ -146,12 +135,11 @@ static void write_hot_keys(rl__json *o, const rl_dispatcher_t *d, const rl_dispa
 {
     if (!d->hot)
         return;
-    rl__prom_family(o, "ringlane_dispatch_hot_keys_followed", "gauge",
-                    "Keys the hot-key sketch follows now (at most its capacity).");
-    rl__prom_u64(o, "ringlane_dispatch_hot_keys_followed", n);
-    rl__prom_family(o, "ringlane_dispatch_hot_keys_rounds_total", "counter",
-                    "Times the full hot-key sketch took one job from every key it follows.");
-    rl__prom_u64(o, "ringlane_dispatch_hot_keys_rounds_total", rounds);
+    rl__prom_metric_u64(o, "ringlane_dispatch_hot_keys_followed", "gauge",
+                        "Keys the hot-key sketch follows now (at most its capacity).", n);
+    rl__prom_metric_u64(o, "ringlane_dispatch_hot_keys_rounds_total", "counter",
+                        "Times the full hot-key sketch took one job from every key it follows.",
+                        rounds);
     if (!n)
         return; /* no family without samples */
     rl__prom_family(o, "ringlane_dispatch_hot_key_jobs", "gauge",

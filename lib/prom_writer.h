@@ -45,4 +45,19 @@ static inline void rl__prom_double(rl__json *o, const char *name, double v)
     rl__json_put(o, "%s %.9g\n", name, v);
 }
 
+/* A family of one sample without labels: its lines, then the value. */
+static inline void rl__prom_metric_u64(rl__json *o, const char *name, const char *type,
+                                       const char *help, uint64_t v)
+{
+    rl__prom_family(o, name, type, help);
+    rl__prom_u64(o, name, v);
+}
+
+static inline void rl__prom_metric_double(rl__json *o, const char *name, const char *type,
+                                          const char *help, double v)
+{
+    rl__prom_family(o, name, type, help);
+    rl__prom_double(o, name, v);
+}
+
 #endif
