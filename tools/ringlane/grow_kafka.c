@@ -79,6 +79,8 @@ int grow_kafka_open(grow_kafka *k, const char *bootstrap, const char *const *pro
     k->nprops = nprops;
     k->timeout_ms = timeout_ms;
     /* No group: nothing is committed, and the group coordinator is never asked. */
+    /* The record topic is small: the first fetches reach its end, and need not wait for
+     * more (fetch.wait.max.ms). */
     static const char *const reader[] = {"isolation.level",
                                          "read_committed",
                                          "enable.partition.eof",
@@ -87,6 +89,8 @@ int grow_kafka_open(grow_kafka *k, const char *bootstrap, const char *const *pro
                                          "false",
                                          "allow.auto.create.topics",
                                          "false",
+                                         "fetch.wait.max.ms",
+                                         "50",
                                          NULL};
     static const char *const marks[] = {"isolation.level", "read_uncommitted",
                                         "allow.auto.create.topics", "false", NULL};
