@@ -984,7 +984,8 @@ static void man_page_and_completion_know_every_option(void **state)
     char *man = slurp(path, NULL);
     snprintf(path, sizeof path, "%s/ringlane.bash", source_dir());
     char *completion = slurp(path, NULL);
-    const char *commands[] = {"route", "diff", "table", "stats", "hash", "profiles", "offsets"};
+    const char *commands[] = {"route", "diff",     "table",   "stats",
+                              "hash",  "profiles", "offsets", "grow"};
     for (size_t c = 0; c < sizeof commands / sizeof *commands; c++) {
         char args[64], troff[64];
         snprintf(troff, sizeof troff, ".B %s", commands[c]);
@@ -996,11 +997,17 @@ static void man_page_and_completion_know_every_option(void **state)
         run_result r = run(args, "");
         for (const char *p = strstr(r.out, "--"); p; p = strstr(p + 2, "--")) {
             char opt[32], in_man[40];
-            size_t n = strspn(p + 2, "abcdefghijklmnopqrstuvwxyz");
+            size_t n = strspn(p + 2, "abcdefghijklmnopqrstuvwxyz-"); /* --switch-wait */
+            while (n && p[2 + n - 1] == '-')
+                n--;
             if (n == 0 || n > 20)
                 continue;
             snprintf(opt, sizeof opt, "--%.*s", (int)n, p + 2);
-            snprintf(in_man, sizeof in_man, "\\-\\-%.*s", (int)n, p + 2);
+            /* troff writes each '-' of an option as "\-". */
+            size_t at = (size_t)snprintf(in_man, sizeof in_man, "\\-\\-");
+            for (size_t i = 0; i < n && at + 3 < sizeof in_man; i++)
+                at += (size_t)snprintf(in_man + at, sizeof in_man - at, "%s",
+                                       p[2 + i] == '-' ? "\\-" : (char[2]){p[2 + i], 0});
             if (!strstr(man, in_man))
                 fail_msg("ringlane.1 does not document %s of %s", opt, commands[c]);
             char word[40];
@@ -1055,6 +1062,11 @@ static void bash_completion(void **state)
         {"of", "offsets"},
         {"offsets \"\"", "--help decode"},
         {"offsets decode --", "--help --json"},
+        {"gr", "grow"},
+        {"grow --sw", "--switch-wait"},
+        {"grow --a", "--abort --announce-only --announce-wait"},
+        {"grow --profile balanced --vnodes d", "default"},
+        {"grow --topic \"\"", ""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char cmd[8192], *got = NULL;

@@ -25,13 +25,14 @@ _ringlane()
     case $bin in \~/*) bin=$HOME/${bin:2} ;; esac # as typed: "~/bin/ringlane"
 
     if ((COMP_CWORD == 1)); then
-        mapfile -t COMPREPLY < <(compgen -W "route diff table stats hash profiles offsets help
-            --help --version" -- "$cur")
+        mapfile -t COMPREPLY < <(compgen -W "route diff table stats hash profiles offsets grow
+            help --help --version" -- "$cur")
         return 0
     fi
     if [[ $cmd == help ]]; then # "ringlane help COMMAND": one command's help
         ((COMP_CWORD == 2)) &&
-            mapfile -t COMPREPLY < <(compgen -W "route diff table stats hash profiles" -- "$cur")
+            mapfile -t COMPREPLY < <(compgen -W "route diff table stats hash profiles offsets grow" \
+                -- "$cur")
         return 0
     fi
     case $prev in
@@ -47,7 +48,12 @@ _ringlane()
             -- "$cur")
         return 0
         ;;
-    --vnodes | --nodes | --partitions | --replicas | --zones | --bounded | --loads | --from | --to)
+    --vnodes)
+        [[ $cmd == grow ]] && mapfile -t COMPREPLY < <(compgen -W "default" -- "$cur")
+        return 0
+        ;;
+    --nodes | --partitions | --replicas | --zones | --bounded | --loads | --from | --to | \
+        --bootstrap-servers | --topic | --switch-wait | --announce-wait | --timeout | -X)
         return 0 # a value of the user's: nothing to offer
         ;;
     esac
@@ -67,6 +73,9 @@ _ringlane()
             words="--json --help" # then TEXT: a map of the user's
         fi
         ;;
+    grow) words="--bootstrap-servers --topic --partitions --profile --vnodes --from
+        --switch-wait --announce-only --pinned --announce-wait --timeout --status --abort -X
+        --help" ;;
     *) return 0 ;;
     esac
     mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur")
