@@ -651,11 +651,11 @@ static void run_case(const fault *f, int keys, int per_key, bool close_together,
             conf_set_ok(ts[i]->opts.conf, "topic.metadata.propagation.max.ms", "1000");
         ts[i]->opts.dispatch.max_attempts = 2;
         if (f->kind == F_DLQ_MISSING) {
-            /* The poison key's dead letters spread over about 3 s (each waits 20 + 40 ms for
-             * its retries), so that the topic goes missing while they are produced. */
+            /* The poison key's dead letters spread over several seconds (each waits 60 + 120
+             * ms for its retries), so that the topic goes missing while they are produced. */
             ts[i]->opts.dispatch.max_attempts = 3;
-            ts[i]->opts.dispatch.backoff_ms = 20;
-            ts[i]->opts.dispatch.backoff_max_ms = 40;
+            ts[i]->opts.dispatch.backoff_ms = 60;
+            ts[i]->opts.dispatch.backoff_max_ms = 120;
         }
         ts[i]->opts.dlq_retry_ms = 300;
         ts[i]->opts.revoke_timeout_ms = 5000;
@@ -697,6 +697,13 @@ static void run_case(const fault *f, int keys, int per_key, bool close_together,
         printf("  %.2f s: the fault\n", now_s() - t0);
     if (hold_ms(f)) {
         sleep_ms(hold_ms(f));
+        /* A case that must be reported stays missing until it is, while dead letters are still
+         * to come (at most 30 s more): how soon the producer sees the topic gone is its next
+         * metadata refresh, not this clock's. */
+        if (f->kind == F_DLQ_MISSING && f->reported)
+            WAIT_FOR(atomic_load(&r->dlq_errors) > 0 ||
+                         atomic_load(&r->dead_letters_acked) >= per_key,
+                     30);
         inject(f, group, false);
     }
     long dlq_errors_held = hold_ms(f) ? atomic_load(&r->dlq_errors) : -1;
