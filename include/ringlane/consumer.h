@@ -205,7 +205,9 @@ typedef struct rl_consumer_options {
     uint32_t poll_batch;         /* messages per loop turn (500) */
     uint32_t revoke_timeout_ms;  /* how long a revoke waits for in-flight messages, and then
                                     for its commit (30000) */
-    uint32_t commit_interval_ms; /* how often watermarks (and offset maps) are committed (1000) */
+    uint32_t commit_interval_ms; /* the least time between two commits of the watermarks (and
+                                    offset maps) (1000); with the offset map, an assignment's
+                                    first completed work is committed at once */
     uint32_t dlq_retry_ms;       /* delay before a failed dead-letter produce is retried (1000) */
     /* The offset map (docs/consumer.md): each commit carries, in its metadata, which offsets
      * above the committed one have completed, and a partition's next owner skips them. The
