@@ -636,11 +636,17 @@ static void release(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts, bo
 {
     size_t n;
     rl__part **mine = ours(c, parts, &n);
-    /* Queued jobs first, so that the wait is for the ones already running. */
+    /* Marked revoking, their kept messages dropped, before the queued jobs are taken back:
+     * taking them makes room in the lanes, and the dispatcher's on_capacity
+     * (rl__drain_all_pending) would otherwise offer a revoked partition's kept messages at
+     * once, behind its jobs just taken back (a key's later message ran, its earlier one never
+     * did). Queued jobs go before the wait, so that it is for the ones already running. */
     for (size_t i = 0; i < n; i++) {
-        rl_dispatch_take_tag(c->d, mine[i]->tag, NULL);
+        mine[i]->revoking = true;
         rl__msgq_clear(&mine[i]->pending);
     }
+    for (size_t i = 0; i < n; i++)
+        rl_dispatch_take_tag(c->d, mine[i]->tag, NULL);
     if (!lost) {
         uint64_t deadline = rl__now_ms() + c->opts.revoke_timeout_ms;
         for (size_t i = 0; i < n; i++) {

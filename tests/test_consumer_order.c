@@ -171,9 +171,12 @@ static void e2e_run(const e2e_plan *plan)
     assert_non_null(strstr(stats_a, "\"dispatcher\":{\"lanes\":"));
     if (plan->lanes)
         assert_non_null(strstr(stats_a, "\"name\":\"e\""));
+    /* Every pause is resumed, but for a partition revoked while paused and given to the
+     * other consumer (a restart). */
     if (plan->pending_max)
-        assert_true(a.last.pauses + b.last.pauses > 0 && a.last.pauses == a.last.resumes &&
-                    b.last.pauses == b.last.resumes);
+        assert_true(a.last.pauses + b.last.pauses > 0 &&
+                    (plan->restart ||
+                     (a.last.pauses == a.last.resumes && b.last.pauses == b.last.resumes)));
     ct_free(&a);
     ct_free(&b);
     producer_stop(&p);
@@ -227,12 +230,35 @@ static void backpressure_pauses_keep_order(void **state)
     e2e_run(&plan);
 }
 
+/* Short lanes (8) with the eager protocol through a restart: every rebalance revokes every
+ * partition while messages wait in the partitions' backlogs. A blocking revoke takes the
+ * queued jobs back, which makes room in the lanes; the backlog of the partition being revoked
+ * must not go in behind them (the dispatcher's on_capacity offered it, and a key's later
+ * message ran while its earlier one had been taken back: found by an outside stress round;
+ * this case failed on that code in 5 of 6 runs, 4 order violations in one). */
+static void backpressure_through_eager_rebalances(void **state)
+{
+    (void)state;
+    e2e_plan plan = {.topic = "e2e-pressure-eager",
+                     .group = "g-e2e-pressure-eager",
+                     .strategy = "range",
+                     .partitions = 3,
+                     .keys = 120,
+                     .per_key = SLOW_BUILD ? 20 : 40,
+                     .restart = true,
+                     .lane_capacity = 8,
+                     .pending_max = 64,
+                     .work_us = 1000};
+    e2e_run(&plan);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(order_through_restart_and_broker_bounce_cooperative),
         cmocka_unit_test(order_through_restart_eager),
         cmocka_unit_test(backpressure_pauses_keep_order),
+        cmocka_unit_test(backpressure_through_eager_rebalances),
     };
     if (getenv("RINGLANE_TEST_FILTER"))
         cmocka_set_test_filter(getenv("RINGLANE_TEST_FILTER"));
