@@ -97,3 +97,17 @@ write("fuzz_offset_map", "write-tight", b"\1" + (2 ** 40).to_bytes(8, "big") + b
       (40).to_bytes(2, "big") + bytes([0, 0] * 40))
 write("fuzz_offset_map", "write-long-runs", b"\1" + (7).to_bytes(8, "big") + b"\3" +
       (64).to_bytes(2, "big") + bytes([255, 255] * 8))
+
+# fuzz_growth_record: even first byte, a record's value; odd, a record's key.
+HEAD = (b"ringlane-growth 1 topic=events from=6 to=8 profile=balanced vnodes=64 "
+        b"ring=0123456789abcdef,fedcba9876543210 nonce=5f0c1e9a77b2d403 ")
+VALUES = [HEAD + b"state=announced", HEAD + b"state=aborted",
+          HEAD + b"state=sealed points=0,1200,1187,9223372036854775807,1190,5",
+          HEAD + b"state=sealed points=1,2,3", HEAD + b"state=announced ",
+          b"ringlane-growth 1 topic=t from=1 to=2 profile=jump vnodes=0 "
+          b"ring=0000000000000000,ffffffffffffffff nonce=0000000000000001 state=sealed points=0",
+          b"ringlane-growth 2 topic=events", b"ringlane1:AegHCuwDLa64mQ", b""]
+for i, text in enumerate(VALUES):
+    write("fuzz_growth_record", "value-%02d" % i, b"\0" + text)
+for i, key in enumerate([b"events/6->8", b"a.b_c-d/99999->100000", b"events/06->8", b"x/1->1"]):
+    write("fuzz_growth_record", "key-%02d" % i, b"\1" + key)

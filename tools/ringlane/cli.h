@@ -10,6 +10,8 @@
 
 #define CLI_EXIT_FAILURE 1 /* the job ran into bad data (a key the profile cannot route) */
 #define CLI_EXIT_USAGE 2   /* a bad argument: nothing was done */
+#define CLI_EXIT_REFUSED 3 /* grow: refused by what the cluster or the records hold */
+#define CLI_EXIT_FENCED 4  /* grow: another run took the growth over */
 
 #define CLI_PARTITIONS_MAX 100000 /* --partitions: the largest partition count */
 
@@ -90,6 +92,7 @@ int cmd_stats(int argc, char **argv);
 int cmd_hash(int argc, char **argv);
 int cmd_profiles(int argc, char **argv);
 int cmd_offsets(int argc, char **argv);
+int cmd_grow(int argc, char **argv); /* with Kafka (RINGLANE_BUILD_KAFKA) only */
 
 /* An option: "--name VALUE" (or --name=VALUE) when value is set, else a flag. */
 typedef struct cli_opt {

@@ -17,6 +17,9 @@ static const char usage[] =
     "  hash      hash strings with one of ringlane's hash functions\n"
     "  profiles  list the ring profiles (profiles NAME: one in full)\n"
     "  offsets   decode the offset maps the ordered consumer commits\n"
+#ifdef RINGLANE_CLI_GROW
+    "  grow      grow a Kafka topic without breaking per-key order\n"
+#endif
     "route, diff, stats and offsets take --json. 'ringlane COMMAND --help' or\n"
     "'ringlane help COMMAND' gives a command's options, 'man ringlane' the manual.\n"
     "Exit status 2 means bad arguments.\n";
@@ -28,6 +31,9 @@ static const struct {
     {"route", cmd_route},     {"diff", cmd_diff}, {"table", cmd_table},
     {"stats", cmd_stats},     {"hash", cmd_hash}, {"profiles", cmd_profiles},
     {"offsets", cmd_offsets},
+#ifdef RINGLANE_CLI_GROW
+    {"grow", cmd_grow},
+#endif
 };
 
 static int (*command_named(const char *name))(int, char **)
