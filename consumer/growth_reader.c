@@ -4,12 +4,12 @@
  * beginning to its end at the start, whenever the loop asks (each assignment) and every
  * growth_reread_ms, and hands the loop each complete read as a whole (rl__growth_view). While
  * the loop names old partitions that messages wait for, it reads their committed offsets in the
- * consumer's group every RL__GROWTH_FENCE_OFFSETS_MS with the admin API (ListConsumerGroupOffsets,
+ * consumer's group every OFFSETS_MS with the admin API (ListConsumerGroupOffsets,
  * asynchronous: the result comes on the thread's queue).
  *
  * Fail closed: a read that fails or does not reach the end in growth_read_timeout_ms publishes
  * nothing (the loop keeps what it knew, and holds everything until a first read succeeded); it
- * is retried after RL__GROWTH_FENCE_RETRY_MS. A record topic that does not exist is a definite "no
+ * is retried after RETRY_MS. A record topic that does not exist is a definite "no
  * records" (the broker says so in a metadata answer that succeeded): `ringlane grow` creates it
  * before it announces anything, so a cluster where it is missing has recorded no growth. */
 #include "consumer_internal.h"
@@ -21,10 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RL__GROWTH_FENCE_OFFSETS_MS 250 /* the committed offsets, while something waits for them   \
-                                         */
-#define RL__GROWTH_FENCE_RETRY_MS 1000  /* a failed read, again */
-#define RL__GROWTH_FENCE_STEP_MS 20     /* the thread's turn: admin results, the stop flag */
+/* The committed offsets, while something waits for them; a failed read, again; the thread's
+ * turn (admin results, the stop flag). */
+#define OFFSETS_MS 250
+#define RETRY_MS 1000
+#define STEP_MS 20
 
 void rl__wake_cb(rd_kafka_t *rk, void *opaque); /* consumer.c: wakes the loop */
 
@@ -321,7 +322,7 @@ static void ask_offsets(rl__growth_fence *f, rd_kafka_queue_t *q,
 }
 
 /* An answer of ListConsumerGroupOffsets: handed to the loop (a failed one is dropped, and the
- * next is asked RL__GROWTH_FENCE_OFFSETS_MS later). */
+ * next is asked OFFSETS_MS later). */
 static void take_offsets(rl__growth_fence *f, rd_kafka_event_t *ev)
 {
     const rd_kafka_ListConsumerGroupOffsets_result_t *res =
@@ -367,16 +368,16 @@ static void reader_main(void *arg)
         if (req > started_req || now >= next_read) {
             started_req = req;
             read_once(f, req, &ok);
-            next_read = rl__now_ms() + (ok ? f->reread_ms : RL__GROWTH_FENCE_RETRY_MS);
+            next_read = rl__now_ms() + (ok ? f->reread_ms : RETRY_MS);
         }
         if (want && !asking && now >= next_offsets) {
             ask_offsets(f, q, want);
             asking = true;
-            next_offsets = now + RL__GROWTH_FENCE_OFFSETS_MS;
+            next_offsets = now + OFFSETS_MS;
         }
         if (want)
             rd_kafka_topic_partition_list_destroy(want);
-        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, RL__GROWTH_FENCE_STEP_MS);
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, STEP_MS);
         if (ev) {
             if (rd_kafka_event_type(ev) == RD_KAFKA_EVENT_LISTCONSUMERGROUPOFFSETS_RESULT) {
                 asking = false;
