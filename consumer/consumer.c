@@ -3,6 +3,8 @@
  * in bounded batches, the periodic tick, and closing. */
 #include "consumer_internal.h"
 #include "error_detail_internal.h"
+#include "growth_record.h"
+#include "ringlane/profile.h"
 #include "stats_options.h"
 
 #include <inttypes.h>
@@ -36,6 +38,8 @@ void rl_consumer_options_init(rl_consumer_options *opts)
     opts->dlq_retry_ms = 1000;
     opts->stats_lanes = RL_DISPATCH_STATS_LANES;
     opts->offset_map_max_bytes = 4096; /* Kafka's offset.metadata.max.bytes */
+    opts->growth_reread_ms = 15000;
+    opts->growth_read_timeout_ms = 10000;
 }
 
 void *rl_consumer_get_data(const rl_consumer_t *c)
@@ -129,6 +133,7 @@ static void finish(rl_consumer_t *c)
     }
     if (!c->keep_kafka)
         rl__group_watch_free(c); /* else librdkafka's threads may still use it */
+    rl__growth_fence_free(c);
     rl__revoke_free(c);
     rl__topics_free(c);
     uv_close((uv_handle_t *)&c->wake, on_handle_closed);
@@ -170,8 +175,10 @@ static void start_leaving(rl_consumer_t *c)
 {
     for (uint32_t i = 0; i < c->ntopics; i++)
         for (int32_t k = 0; k < c->topics[i]->nparts; k++)
-            if (c->topics[i]->parts[k])
+            if (c->topics[i]->parts[k]) {
                 rl__msgq_clear(&c->topics[i]->parts[k]->pending);
+                rl__growth_fence_drop(c, c->topics[i]->parts[k]);
+            }
     rl__commit_before_leaving(c);
     serve_queued(c);
     if (c->revoke.active)
@@ -225,6 +232,8 @@ static void serve(rl_consumer_t *c)
     if (c->serving || c->kafka_closed)
         return;
     c->serving = true;
+    if (c->fence && !c->closing)
+        rl__growth_fence_poll(c, false);
     uint32_t i = 0;
     rd_kafka_message_t *m;
     rl__fetch_restart_before_poll(c);
@@ -273,6 +282,8 @@ static void on_tick(uv_timer_t *t)
     else
         rl__store_watermarks(c);
     rl__dlq_retry(c);
+    if (c->fence)
+        rl__growth_fence_poll(c, true);
     rl__drain_all_pending(c); /* in case the lanes made room without telling */
 }
 
@@ -312,6 +323,39 @@ int rl_consumer_close(rl_consumer_t *c, rl_consumer_close_cb cb)
 }
 
 /* --- making one --- */
+
+/* The growth fence's options: bounds, and a profile that can be fenced at all. */
+static int check_growth(const rl_consumer_options *o)
+{
+    if (o->growth_reread_ms < 100 || o->growth_reread_ms > 3600000)
+        return rl_error_detail_set(RL_EINVAL,
+                                   "growth_reread_ms %u: must be 100..3600000 (15000: "
+                                   "`ringlane grow` waits twice the longest re-read)",
+                                   o->growth_reread_ms);
+    if (o->growth_read_timeout_ms < 100 || o->growth_read_timeout_ms > 600000)
+        return rl_error_detail_set(RL_EINVAL, "growth_read_timeout_ms %u: must be 100..600000",
+                                   o->growth_read_timeout_ms);
+    const char *name = o->growth_profile ? o->growth_profile : RL_CONSUMER_GROWTH_PROFILE;
+    const rl_profile_info *info = rl_profile_find(name);
+    if (!info)
+        return rl_error_detail_set(RL_EPROFILE, "growth_profile \"%.64s\": no such profile", name);
+    if (!info->local_add)
+        return rl_error_detail_set(RL_ENOTSUP,
+                                   "growth_profile \"%s\": its rings move keys between old "
+                                   "partitions when a topic grows (no local_add), so no fence "
+                                   "can keep their order",
+                                   info->name);
+    uint64_t fp;
+    int rc = rl__growth_ring_fingerprint(
+        info->name,
+        rl__growth_record_vnodes(info->name,
+                                 o->growth_vnodes ? o->growth_vnodes : RL_VNODES_PROFILE),
+        1, &fp);
+    if (rc)
+        return rl_error_detail_set(rc, "growth_vnodes %u: profile \"%s\" builds no ring with it",
+                                   o->growth_vnodes, info->name);
+    return 0;
+}
 
 static int check_options(const rl_consumer_options *o)
 {
@@ -442,6 +486,11 @@ static int check_options(const rl_consumer_options *o)
         return rl_error_detail_set(RL_EINVAL,
                                    "first_assignment_timeout_ms 0: a close before the first "
                                    "assignment must wait at least 1 ms for it (default 5000)");
+    if (o->growth_fence) {
+        int rc = check_growth(o);
+        if (rc)
+            return rc;
+    }
     char group[8];
     size_t size = sizeof group;
     rd_kafka_conf_res_t res = rd_kafka_conf_get(o->conf, "group.id", group, &size);
@@ -555,6 +604,13 @@ static int kafka_new(rl_consumer_t *c, const rl_consumer_options *o)
                                                          "interceptor (it watches the group's "
                                                          "joins)");
     }
+    /* The growth fence's reader copies the configuration as the user gave it. */
+    if (o->growth_fence && (rc = rl__growth_fence_new(c, o, conf)) != 0) {
+        rd_kafka_conf_destroy(conf);
+        if (dconf)
+            rd_kafka_conf_destroy(dconf);
+        return rc;
+    }
     rd_kafka_conf_set_rebalance_cb(conf, rl__rebalance_cb);
     rd_kafka_conf_set_offset_commit_cb(conf, rl__commit_cb);
     rd_kafka_conf_set_error_cb(conf, on_kafka_error);
@@ -593,6 +649,7 @@ static void kafka_free(rl_consumer_t *c)
     c->q = NULL;
     c->rk = NULL;
     rl__group_watch_free(c);
+    rl__growth_fence_free(c);
 }
 
 int rl_consumer_new(struct uv_loop_s *loop, const rl_consumer_options *opts, rl_consumer_t **out)

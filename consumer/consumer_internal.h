@@ -64,6 +64,13 @@ typedef struct rl__part {
     uint64_t sent_progress;      /* ... of the periodic commit in flight, with its epoch */
     uint32_t sent_epoch;
     uint64_t map_bytes; /* the map the last acknowledged commit carried */
+    /* The growth fence (growth_fence.c). */
+    struct rl__growth_holds *holds;        /* its held messages per source partition, or NULL */
+    uint64_t fence_req;                    /* the read of the records its assignment asked for */
+    uint64_t fence_gen;                    /* the view fence_growth was looked up in */
+    const struct rl__growth *fence_growth; /* the growth that made it, NULL for none */
+    int64_t fence_counted;  /* the newest offset counted in growth_held while held whole */
+    bool fence_check_start; /* assigned without a commit before the records were read */
 } rl__part;
 
 typedef struct rl__topic {
@@ -102,6 +109,8 @@ typedef struct rl__cjob {
     atomic_uint failures; /* handler calls that failed (asynchronous: before the last start) */
     atomic_bool running;  /* a blocking handler is in its call now */
     struct rl__cjob *batch_next; /* the next job of its asynchronous batch (same ticket) */
+    struct rl__cjob *fnext;      /* held by the growth fence: the next of its queue */
+    uint32_t fsrc;               /* ... whose source partition is this */
 } rl__cjob;
 
 /* This consumer's JoinGroup and SyncGroup requests in flight (group_watch.c), written by
@@ -204,6 +213,8 @@ struct rl_consumer {
     rl__bucket bucket;
     uint64_t drain_turn;
 
+    struct rl__growth_fence *fence; /* the growth fence (growth_fence.c), NULL when off */
+
     rl_consumer_stats stats;
     /* The statistics timer's memory, kept and reused (consumer_stats.c). */
     rl_consumer_partition_stats *stats_parts;
@@ -301,6 +312,34 @@ int64_t rl__map_build(rl_consumer_t *c, rl__part *p, size_t *len);
  * counts and reports it. */
 void rl__map_adopt(rl_consumer_t *c, rl__part *p, const rd_kafka_topic_partition_t *committed);
 void rl__map_forget(rl__part *p);
+
+/* growth_fence.c: the growth fence on the loop (its reader thread: growth_reader.c) */
+enum { RL__GROWTH_FENCE_PASS = 0, RL__GROWTH_FENCE_BLOCK = 1, RL__GROWTH_FENCE_HOLD = 2 };
+/* Makes c->fence and starts its reader with a copy of conf (the detail set on a refusal). */
+int rl__growth_fence_new(rl_consumer_t *c, const rl_consumer_options *o,
+                         const rd_kafka_conf_t *conf);
+void rl__growth_fence_free(rl_consumer_t *c); /* stops the reader: after the consumer's handle */
+/* Takes what the reader published (the records, the committed offsets) and lets go what they
+ * release; `tick`: also tells the reader which committed offsets matter now. */
+void rl__growth_fence_poll(rl_consumer_t *c, bool tick);
+/* PASS: on as any message; BLOCK: keep it (its partition is held whole); HOLD: take it and
+ * hold it (rl__growth_fence_hold) behind the earlier ones of its source partition *src. */
+int rl__growth_fence_admit(rl_consumer_t *c, rl__part *p, const rd_kafka_message_t *m,
+                           uint32_t *src);
+/* A message kept in its partition's queue (refused, or behind refused ones): counted in
+ * growth_held when the partition is held whole. */
+void rl__growth_fence_kept(rl_consumer_t *c, rl__part *p, const rd_kafka_message_t *m);
+int rl__growth_fence_hold(rl_consumer_t *c, rl__part *p, rl__cjob *j, uint32_t src); /* RL_ENOMEM */
+void rl__growth_fence_release(rl_consumer_t *c);
+void rl__growth_fence_drop(rl_consumer_t *c,
+                           rl__part *p); /* revoke, loss, close: never dispatched */
+void rl__growth_fence_part_free(rl__part *p);
+void rl__growth_fence_assigned(rl_consumer_t *c, rl__part *p);
+/* Where a newly assigned partition starts: its committed offset, or (none, and made by a
+ * growth) its beginning. */
+int64_t rl__growth_fence_start(rl_consumer_t *c, rl__part *p, int64_t committed);
+/* flow.c: a held job goes to its lane; RL_EAGAIN: the lanes (or the rate limit) refused. */
+int rl__dispatch_held(rl_consumer_t *c, rl__part *p, rl__cjob *j);
 
 /* dead_letter.c */
 /* The dead-letter producer's configuration made from the consumer's: a copy without the

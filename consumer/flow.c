@@ -60,6 +60,42 @@ void rl__cjob_free(rl__cjob *j)
     free(j);
 }
 
+static rl__cjob *job_new(rl_consumer_t *c, rl__part *p, rd_kafka_message_t *m)
+{
+    rl__cjob *j = calloc(1, sizeof *j);
+    if (!j)
+        return NULL;
+    j->c = c;
+    j->part = p;
+    j->epoch = p->epoch;
+    j->offset = m->offset;
+    j->msg = m;
+    j->taken_ms = uv_now(c->loop);
+    return j;
+}
+
+int rl__dispatch_held(rl_consumer_t *c, rl__part *p, rl__cjob *j)
+{
+    if (!rl__intake_take(c)) {
+        p->rate_held = true;
+        return RL_EAGAIN;
+    }
+    int rc = rl_dispatch_try_submit(c->d, j->msg->key, j->msg->key_len, j, p->tag);
+    if (rc == 0) {
+        c->stats.dispatched++;
+        j->live = true;
+        p->live++;
+        return 0;
+    }
+    rl__intake_give_back(c);
+    if (rc != RL_EBADKEY)
+        return RL_EAGAIN;
+    c->stats.bad_keys++; /* the lanes' ring cannot hash what the producers' ring did */
+    snprintf(j->reason, sizeof j->reason, "key cannot be hashed by the ring profile");
+    rl__dead_letter(c, j);
+    return 0;
+}
+
 /* Offers one message to the dispatcher (or the dead-letter topic), or skips it when the offset
  * map read at the assignment says it completed. 0: taken; RL_EAGAIN: keep it and try again
  * later (lanes full, window full, the offset map's span full, no lane, out of memory). */
@@ -81,6 +117,26 @@ static int offer(rl_consumer_t *c, rl__part *p, rd_kafka_message_t *m)
         rd_kafka_message_destroy(m);
         return 0;
     }
+    /* The growth fence: a message of a new partition may have to wait for its key's old
+     * partition (growth_fence.c). A held one is taken (its offset unfinished in the window, so
+     * no commit passes it) and parked in its queue instead of a lane. */
+    if (c->fence && m->key_len <= c->opts.max_key_len) {
+        uint32_t src = 0;
+        int verdict = rl__growth_fence_admit(c, p, m, &src);
+        if (verdict == RL__GROWTH_FENCE_BLOCK)
+            return RL_EAGAIN;
+        if (verdict == RL__GROWTH_FENCE_HOLD) {
+            rl__cjob *j = job_new(c, p, m);
+            if (!j || rl__growth_fence_hold(c, p, j, src) != 0) {
+                free(j);
+                return RL_EAGAIN;
+            }
+            rl__offsets_push(&p->win, m->offset);
+            holder_link(p, j);
+            p->window_full = false;
+            return 0;
+        }
+    }
     /* The rate limit counts the messages handed to the lanes (not those dead-lettered for
      * their key): one that finds no token is kept, and handed over when one is due. */
     bool to_lanes = m->key && m->key_len ? m->key_len <= c->opts.max_key_len
@@ -90,18 +146,13 @@ static int offer(rl_consumer_t *c, rl__part *p, rd_kafka_message_t *m)
         return RL_EAGAIN;
     }
     p->rate_held = false;
-    rl__cjob *j = calloc(1, sizeof *j);
+    rl__cjob *j = job_new(c, p, m); /* the message before the submission: a worker may start
+                                       on it at once */
     if (!j) {
         if (to_lanes)
             rl__intake_give_back(c);
         return RL_EAGAIN;
     }
-    j->c = c;
-    j->part = p;
-    j->epoch = p->epoch;
-    j->offset = m->offset;
-    j->msg = m; /* before the submission: a worker may start on it at once */
-    j->taken_ms = uv_now(c->loop);
 
     const void *key = m->key;
     size_t key_len = m->key_len;
@@ -171,6 +222,8 @@ void rl__on_message(rl_consumer_t *c, rd_kafka_message_t *m)
     /* Refused, or behind refused ones: kept in order. The partition pauses only when that
      * backlog is long: a pause makes librdkafka drop what it fetched beyond and fetch it again
      * on resume (rl__part_resume). */
+    if (c->fence)
+        rl__growth_fence_kept(c, p, m); /* counted when its partition is held whole */
     if (rl__msgq_push(&p->pending, m) != 0) {
         /* Out of memory: let librdkafka fetch it again from here once the partition resumes
          * (dropping it would let the watermark pass it). */
@@ -208,6 +261,7 @@ void rl__drain_all_pending(rl_consumer_t *c)
     /* With a rate limit the first partition drained takes the tokens there are: each call
      * starts one partition further on (over every partition slot), so the tokens go round and
      * no partition's backlog waits behind another's. Without one, from the first. */
+    rl__growth_fence_release(c); /* held messages released but refused by full lanes first */
     size_t slots = 0;
     for (uint32_t i = 0; c->rate_on && i < c->ntopics; i++)
         slots += (size_t)c->topics[i]->nparts;

@@ -225,6 +225,8 @@ void rl__topics_free(rl_consumer_t *c)
             if (!p)
                 continue;
             rl__msgq_free(&p->pending);
+            rl__growth_fence_drop(c, p);
+            rl__growth_fence_part_free(p);
             rl__offsets_free(&p->win);
             rl__map_forget(p);
             free(p);

@@ -88,7 +88,8 @@ static void read_maps(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts,
     uint32_t ms = c->opts.revoke_timeout_ms;
     rd_kafka_resp_err_t err = rd_kafka_committed(c->rk, fresh, ms > INT_MAX ? INT_MAX : (int)ms);
     if (err) {
-        c->stats.offset_map_rejected += (uint64_t)fresh->cnt;
+        if (c->map_read)
+            c->stats.offset_map_rejected += (uint64_t)fresh->cnt;
         rl__consumer_error(c, err,
                            "offset maps of %d assigned partitions: the committed offsets could "
                            "not be read (%s): their messages from the committed offset on are "
@@ -102,18 +103,22 @@ static void read_maps(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts,
         if (!p)
             continue;
         if (e->err) {
-            c->stats.offset_map_rejected++;
+            if (c->map_read)
+                c->stats.offset_map_rejected++;
             rl__consumer_error(c, e->err,
                                "offset map of %s [%d]: the committed offset could not be read: "
                                "its messages from the committed offset on are handled again",
                                e->topic, (int)e->partition);
             continue;
         }
-        rl__map_adopt(c, p, e);
+        if (c->map_read)
+            rl__map_adopt(c, p, e);
+        /* The growth fence: a new partition without a commit starts at its beginning. */
+        int64_t start = c->fence ? rl__growth_fence_start(c, p, e->offset) : e->offset;
         rd_kafka_topic_partition_t *a =
             rd_kafka_topic_partition_list_find(parts, e->topic, e->partition);
-        if (a && e->offset >= 0)
-            a->offset = e->offset;
+        if (a && (start >= 0 || start == RD_KAFKA_OFFSET_BEGINNING))
+            a->offset = start;
     }
 }
 
@@ -121,8 +126,9 @@ static void assign(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts)
 {
     /* A consumer that began leaving releases an assignment at once (assign_late) and can no
      * longer ask its group for the committed offsets: it reads no maps. */
-    rd_kafka_topic_partition_list_t *fresh =
-        c->map_read && !c->leaving ? rd_kafka_topic_partition_list_new(parts->cnt) : NULL;
+    rd_kafka_topic_partition_list_t *fresh = (c->map_read || c->fence) && !c->leaving
+                                                 ? rd_kafka_topic_partition_list_new(parts->cnt)
+                                                 : NULL;
     for (int i = 0; i < parts->cnt; i++) {
         const rd_kafka_topic_partition_t *e = &parts->elems[i];
         rl__part *p = rl__part_get(c, e->topic, e->partition, true);
@@ -142,6 +148,8 @@ static void assign(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts)
         p->progress = p->committed_progress = p->sent_progress = 0;
         p->map_bytes = 0;
         rl__map_forget(p);
+        if (c->fence)
+            rl__growth_fence_assigned(c, p);
         if (fresh)
             rd_kafka_topic_partition_list_add(fresh, e->topic, e->partition);
         c->stats.assigned++;
@@ -521,6 +529,7 @@ bool rl__drained_for_leaving(rl_consumer_t *c)
             if (first) {
                 rl_dispatch_take_tag(c->d, p->tag, NULL);
                 rl__msgq_clear(&p->pending);
+                rl__growth_fence_drop(c, p);
             }
             if (p->live || p->dlq_in_flight)
                 busy = true;
@@ -644,6 +653,7 @@ static void release(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts, bo
     for (size_t i = 0; i < n; i++) {
         mine[i]->revoking = true;
         rl__msgq_clear(&mine[i]->pending);
+        rl__growth_fence_drop(c, mine[i]);
     }
     for (size_t i = 0; i < n; i++)
         rl_dispatch_take_tag(c->d, mine[i]->tag, NULL);
@@ -773,6 +783,7 @@ static void revoke_begin(rl_consumer_t *c, rd_kafka_topic_partition_list_t *part
         r->mine[i]->revoking = true;
         rl_dispatch_take_tag(c->d, r->mine[i]->tag, NULL);
         rl__msgq_clear(&r->mine[i]->pending);
+        rl__growth_fence_drop(c, r->mine[i]);
     }
     if (lost)
         revoke_finish(c);

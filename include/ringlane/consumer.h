@@ -104,6 +104,10 @@ typedef struct rl_consumer rl_consumer_t;
  * this many (rl_dispatch_stats_get on rl_consumer_dispatcher lists them all, from any thread). */
 #define RL_CONSUMER_STATS_LANES_MAX 1024u
 
+/* The growth fence's ring profile when growth_profile is NULL: the partitioner's default
+ * (RL_KAFKA_DEFAULT_PROFILE). */
+#define RL_CONSUMER_GROWTH_PROFILE "balanced"
+
 /* Where messages without a key go. */
 enum rl_consumer_null_key {
     RL_CONSUMER_NULL_KEY_PARTITION = 0,  /* dispatched by partition, in partition order */
@@ -237,6 +241,31 @@ typedef struct rl_consumer_options {
      * go to the lanes. dispatch.max_rate must stay 0: the consumer's limit is this one. */
     double max_rate;
     uint32_t max_burst; /* the most tokens the bucket holds: messages handed over at once (0) */
+    /* The growth fence (docs/partition_growth.md, "The consumer's fence"; off by default for
+     * now): after a topic grew from P to P' partitions with `ringlane grow`, a message of a
+     * new partition q whose key the producers' ring moved there waits until the group has
+     * consumed the key's old partition p (the ring over P) up to the growth point the record
+     * names, so a moved key's new messages run after its old ones. Only moved keys wait, each
+     * behind the messages of its own old partition; old partitions never wait. The records
+     * (topic __ringlane_growth) are read on a thread with a second librdkafka handle of its own
+     * (conf's brokers and security, no group, read_committed) at the start, at each assignment
+     * and every growth_reread_ms; until a first read succeeded, and after each assignment until
+     * the read it asks for succeeded, every message of the assigned partitions is kept (fail
+     * closed). A record the consumer cannot use (refused, or another profile, vnodes or ring)
+     * is reported through on_error and the partitions of its growth are kept whole. A held
+     * message is unfinished (no commit passes it); a revoke drops it for the next owner. A new
+     * partition without a committed offset starts at its beginning, whatever auto.offset.reset
+     * says. Counted in the growth_* statistics. */
+    int growth_fence;          /* 1: on (0) */
+    uint32_t growth_reread_ms; /* how often the records are read again (15000; 100..3600000) */
+    uint32_t growth_read_timeout_ms; /* a read that has not reached the end by then failed
+                                        (10000; 100..600000) */
+    /* The producers' ring: their partitioner's ringlane.profile (NULL: the partitioner's
+     * default, RL_CONSUMER_GROWTH_PROFILE) and ringlane.vnodes (0: the profile's default), as
+     * `ringlane grow --profile --vnodes` recorded them. A profile whose rl_ring_add moves keys
+     * only to the added member (rl_profile_info.local_add) is required. */
+    const char *growth_profile;
+    uint32_t growth_vnodes;
     rl_consumer_rebalance_cb on_rebalance;     /* NULL: none */
     rl_consumer_dead_letter_cb on_dead_letter; /* NULL: none */
     rl_consumer_error_cb on_error;             /* NULL: none */
@@ -420,6 +449,17 @@ typedef struct rl_consumer_stats {
                               (a kept message counts again at each later try that finds none) */
     uint64_t rate_pauses;  /* of pauses, those of a partition whose backlog waited for the rate
                               limit */
+    /* The growth fence (growth_fence; all 0 when off). */
+    uint64_t growth_held;     /* messages it held, each once (a moved key's, or every message of
+                                 a partition held whole: records not read yet, or unusable) */
+    uint64_t growth_released; /* of the moved keys' held messages, those that went on */
+    uint64_t
+        growth_unrouted;         /* messages of a grown partition the producers' ring did not put
+                                    there (NULL or empty keys, the partitioner's fallbacks): not held */
+    uint64_t growth_records;     /* growth records in the last complete read (every topic's) */
+    uint64_t growth_read_errors; /* reads of the records that failed (each reported) */
+    uint64_t growth_waiting;     /* moved keys' messages held now */
+    uint64_t growth_hold_ms;     /* the time the released ones were held, summed */
 } rl_consumer_stats;
 
 /* Fills *out and up to cap partition entries (assigned partitions); *n (may be NULL) gets how

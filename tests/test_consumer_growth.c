@@ -1,0 +1,644 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The growth fence (growth_fence) on librdkafka's mock cluster, which cannot add partitions:
+ * a topic made with 6 partitions, producers on 4 of them (ringlane.partitions.used=4), a growth
+ * record written to __ringlane_growth with the codec (announced), producers switched to 6, the
+ * record sealed at the old partitions' high watermarks of the switch. Two consumers of one
+ * group (range: one holds old partitions 0-2, the other 3 and the new 4-5). The old partitions'
+ * messages are handled asynchronously and end only when the test opens a gate: the gate opens
+ * once a message of a new partition was handled, or 4 s after the seal, whichever comes first,
+ * so without the fence moved keys' new messages run before their old ones. An independent
+ * checker (every sequence number of every key seen, in order) counts violations and losses.
+ * Fence on: 0 violations, nothing lost; fence off: violations (counted and printed). Also: an
+ * unusable record holds its growth's partitions whole (reported) until it is replaced; a new
+ * partition without a committed offset starts at its beginning under auto.offset.reset=latest;
+ * the fence's throughput when nothing grew, on and off (printed, not asserted). */
+#define _POSIX_C_SOURCE 200809L
+#include "consumer_test_util.h"
+#include "growth_record.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PARTS 6
+#define OLD 4
+#define KEYS 300
+#define N1 20 /* per key, routed over OLD */
+#define N2 20 /* per key, routed over PARTS */
+
+/* --- producers and the record --- */
+
+static void producer_start_used(producer *p, const cluster *kc, int used)
+{
+    atomic_init(&p->delivered, 0);
+    atomic_init(&p->failed, 0);
+    rl_kafka_partitioner_options o;
+    rl_kafka_partitioner_options_init(&o);
+    char v[16];
+    snprintf(v, sizeof v, "%d", used);
+    assert_rl_ok(rl_kafka_partitioner_option_set(&o, "partitions.used", v, NULL, 0));
+    assert_rl_ok(rl_kafka_partitioner_new(&o, &p->part));
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    conf_set_ok(conf, "bootstrap.servers", kc->bootstraps);
+    conf_set_ok(conf, "linger.ms", "5");
+    conf_set_ok(conf, "enable.idempotence", "true");
+    rd_kafka_topic_conf_t *tconf = rd_kafka_topic_conf_new();
+    assert_rl_ok(rl_kafka_partitioner_install(p->part, tconf));
+    rd_kafka_conf_set_default_topic_conf(conf, tconf);
+    rd_kafka_conf_set_dr_msg_cb(conf, producer_dr);
+    rd_kafka_conf_set_opaque(conf, p);
+    rd_kafka_conf_set_log_cb(conf, quiet_log);
+    char err[512];
+    p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+    if (!p->rk)
+        fail_msg("producer: %s", err);
+}
+
+/* Writes key = value (NULL: a tombstone) to __ringlane_growth, as `ringlane grow` would (it
+ * writes in a transaction; read_committed reads a plain write the same). */
+static void record_write(const cluster *kc, const char *key, const char *value)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    conf_set_ok(conf, "bootstrap.servers", kc->bootstraps);
+    rd_kafka_conf_set_log_cb(conf, quiet_log);
+    char err[512];
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+    assert_non_null(rk);
+    assert_int_equal(rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(RL__GROWTH_TOPIC),
+                                       RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_KEY(key, strlen(key)),
+                                       RD_KAFKA_V_VALUE((void *)value, value ? strlen(value) : 0),
+                                       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END),
+                     0);
+    assert_int_equal(rd_kafka_flush(rk, 10000), 0);
+    rd_kafka_destroy(rk);
+}
+
+/* The record of topic's growth from -> to in `state` (points: from offsets when sealed). */
+static void record_growth(const cluster *kc, const char *topic, uint32_t from, uint32_t to,
+                          rl__growth_state state, const int64_t *points)
+{
+    rl__growth_record r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.topic, sizeof r.topic, "%s", topic);
+    r.from = from;
+    r.to = to;
+    r.profile = "balanced";
+    r.vnodes = rl__growth_record_vnodes("balanced", RL_VNODES_PROFILE);
+    assert_rl_ok(rl__growth_ring_fingerprint(r.profile, r.vnodes, from, &r.ring_from));
+    assert_rl_ok(rl__growth_ring_fingerprint(r.profile, r.vnodes, to, &r.ring_to));
+    r.nonce = 0x5f0c1e9a77b2d403u;
+    r.state = state;
+    int64_t copy[PARTS];
+    if (state == RL__GROWTH_SEALED) {
+        memcpy(copy, points, from * sizeof *copy);
+        r.points = copy;
+    }
+    const char *why = "";
+    char *value = rl__growth_value_format(&r, &why);
+    if (!value)
+        fail_msg("record: %s", why);
+    char key[RL__GROWTH_KEY_MAX + 1];
+    assert_true(rl__growth_key_format(topic, from, to, key, sizeof key) > 0);
+    record_write(kc, key, value);
+    free(value);
+}
+
+/* The messages in partitions [first, last) of topic: their high watermarks, summed. */
+static int64_t messages_in(const char *topic, int first, int last)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    conf_set_ok(conf, "bootstrap.servers", k.bootstraps);
+    rd_kafka_conf_set_log_cb(conf, quiet_log);
+    char err[512];
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+    assert_non_null(rk);
+    int64_t sum = 0, lo, hi;
+    for (int p = first; p < last; p++) {
+        assert_int_equal(rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi, 5000), 0);
+        sum += hi;
+    }
+    rd_kafka_destroy(rk);
+    return sum;
+}
+
+/* --- the checker: every sequence number of every key, in the order handlers ran --- */
+
+typedef struct seqcheck {
+    uv_mutex_t mu;
+    unsigned char seen[KEYS][N1 + N2];
+    int64_t max[KEYS];
+    long violations, duplicates, handled, foreign, new_handled;
+    double first_new_s, gate_s;
+} seqcheck;
+
+static void seqcheck_init(seqcheck *s)
+{
+    memset(s, 0, sizeof *s);
+    assert_int_equal(uv_mutex_init(&s->mu), 0);
+    for (int i = 0; i < KEYS; i++)
+        s->max[i] = -1;
+}
+
+/* A message handled now: a new sequence number below one seen before is a violation. */
+static void seqcheck_see(seqcheck *s, const rd_kafka_message_t *m)
+{
+    int key;
+    int64_t seq;
+    uv_mutex_lock(&s->mu);
+    if (!msg_parse(m, &key, &seq) || key < 0 || key >= KEYS || seq < 0 || seq >= N1 + N2) {
+        s->foreign++;
+    } else if (s->seen[key][seq]) {
+        s->duplicates++;
+    } else {
+        s->seen[key][seq] = 1;
+        if (seq < s->max[key])
+            s->violations++;
+        else
+            s->max[key] = seq;
+        s->handled++;
+        if (m->partition >= OLD && s->new_handled++ == 0)
+            s->first_new_s = now_s();
+    }
+    uv_mutex_unlock(&s->mu);
+}
+
+static long seqcheck_lost(seqcheck *s, int per_key)
+{
+    long lost = 0;
+    uv_mutex_lock(&s->mu);
+    for (int i = 0; i < KEYS; i++)
+        for (int q = 0; q < per_key; q++)
+            lost += !s->seen[i][q];
+    uv_mutex_unlock(&s->mu);
+    return lost;
+}
+
+static long seqcheck_get(seqcheck *s, long *field)
+{
+    uv_mutex_lock(&s->mu);
+    long v = *field;
+    uv_mutex_unlock(&s->mu);
+    return v;
+}
+
+/* --- the gate: old partitions' messages end when it opens --- */
+
+typedef struct gated {
+    rl_consumer_t *c;
+    rd_kafka_message_t *msg;
+    uint64_t ticket;
+} gated;
+
+typedef struct run {
+    seqcheck ck;
+    uv_mutex_t mu;
+    bool open;
+    gated *waiting;
+    size_t n, cap;
+    atomic_long errors_refused;
+} run;
+
+static void gated_async(rl_consumer_t *c, const rd_kafka_message_t *m, uint32_t attempt,
+                        uint64_t ticket)
+{
+    (void)attempt;
+    cthread *t = rl_consumer_get_data(c);
+    run *r = t->user;
+    if (m->partition < OLD) {
+        uv_mutex_lock(&r->mu);
+        if (!r->open) {
+            if (r->n == r->cap) {
+                r->cap = r->cap ? r->cap * 2 : 1024;
+                r->waiting = realloc(r->waiting, r->cap * sizeof *r->waiting);
+                assert_non_null(r->waiting);
+            }
+            /* The consumer keeps m while the ticket is valid: enough to parse it later. */
+            r->waiting[r->n++] = (gated){c, (rd_kafka_message_t *)m, ticket};
+            uv_mutex_unlock(&r->mu);
+            return;
+        }
+        uv_mutex_unlock(&r->mu);
+    }
+    seqcheck_see(&r->ck, m);
+    rl_consumer_complete(c, ticket, 0);
+}
+
+static void gate_open(run *r)
+{
+    uv_mutex_lock(&r->mu);
+    r->open = true;
+    gated *w = r->waiting;
+    size_t n = r->n;
+    r->waiting = NULL;
+    r->n = r->cap = 0;
+    r->ck.gate_s = now_s();
+    /* Seen before their completion is sent: the messages stay the consumer's until then. */
+    for (size_t i = 0; i < n; i++)
+        seqcheck_see(&r->ck, w[i].msg);
+    uv_mutex_unlock(&r->mu);
+    for (size_t i = 0; i < n; i++)
+        rl_consumer_complete(w[i].c, w[i].ticket, 0);
+    free(w);
+}
+
+static void count_refused(rl_consumer_t *c, rd_kafka_resp_err_t err, const char *reason)
+{
+    (void)err;
+    cthread *t = rl_consumer_get_data(c);
+    run *r = t->user;
+    if (strstr(reason, "growth fence") && strstr(reason, "refused"))
+        atomic_fetch_add(&r->errors_refused, 1);
+}
+
+static void fence_consumer(cthread *t, const cluster *kc, const char *group, const char *topic,
+                           const char *const *topics, run *r, int fence)
+{
+    (void)topic;
+    rd_kafka_conf_t *conf = consumer_conf(kc, group, "range");
+    ct_init(t, conf, topics, 1, NULL, r);
+    t->opts.handler = NULL;
+    t->opts.async_handler = gated_async;
+    t->opts.dispatch.lanes = NULL;
+    t->opts.dispatch.lane_count = 0;
+    t->opts.growth_fence = fence;
+    t->opts.growth_reread_ms = 300;
+    t->error_hook = count_refused;
+}
+
+static uint64_t stat_of(cthread *t, size_t field_offset)
+{
+    /* The counters (rl_consumer_stats_get); the JSON beside them may be cut (RL_ERANGE) when
+     * many of the 65,536 lanes are busy. */
+    int rc = ct_command(t, CMD_STATS, NULL);
+    assert_true(rc == 0 || rc == RL_ERANGE);
+    return *(const uint64_t *)((const char *)&t->last + field_offset);
+}
+#define STAT(t, field) stat_of(t, offsetof(rl_consumer_stats, field))
+
+/* One run of the growth: fence on or off. Returns the violations. */
+static long growth_run(int fence)
+{
+    cluster_start(&k, 1);
+    const char *topic = "grow";
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, PARTS, 1), 0);
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, RL__GROWTH_TOPIC, 1, 1), 0);
+    run r;
+    memset(&r, 0, sizeof r);
+    seqcheck_init(&r.ck);
+    assert_int_equal(uv_mutex_init(&r.mu), 0);
+    atomic_init(&r.errors_refused, 0);
+
+    /* The consumers join before anything is written: an eager rebalance while old
+     * messages wait for the gate would wait revoke_timeout_ms for them. */
+    const char *topics[] = {topic};
+    cthread c1, c2;
+    char group[32];
+    snprintf(group, sizeof group, "g-fence-%d", fence);
+    fence_consumer(&c1, &k, group, topic, topics, &r, fence);
+    fence_consumer(&c2, &k, group, topic, topics, &r, fence);
+    assert_rl_ok(ct_start(&c1));
+    assert_rl_ok(ct_start(&c2));
+    /* Range gives each 3 (one holds old partitions only); under load a member may drop out
+     * of the group and rejoin first, so only that both hold some is waited for. */
+    WAIT_FOR(ct_assigned(&c1) > 0 && ct_assigned(&c2) > 0 &&
+                 ct_assigned(&c1) + ct_assigned(&c2) == PARTS,
+             120);
+    assert_true(ct_assigned(&c1) > 0 && ct_assigned(&c2) > 0);
+    assert_int_equal(ct_assigned(&c1) + ct_assigned(&c2), PARTS);
+
+    /* Before the growth: every key over the 4 old partitions. */
+    producer a;
+    producer_start_used(&a, &k, OLD);
+    for (int s = 0; s < N1; s++)
+        for (int key = 0; key < KEYS; key++)
+            produce_seq(&a, topic, key, s);
+    producer_flush(&a);
+    int64_t points[OLD], lo;
+    for (int p = 0; p < OLD; p++)
+        assert_int_equal(rd_kafka_query_watermark_offsets(a.rk, topic, p, &lo, &points[p], 5000),
+                         0);
+    producer_stop(&a);
+    record_growth(&k, topic, OLD, PARTS, RL__GROWTH_ANNOUNCED, NULL);
+    if (fence) /* every consumer has read the announcement before producers route over 6 */
+        WAIT_FOR(STAT(&c1, growth_records) == 1 && STAT(&c2, growth_records) == 1, 30);
+
+    /* The switch: every key over the 6 partitions. */
+    producer b;
+    producer_start_used(&b, &k, PARTS);
+    for (int s = N1; s < N1 + N2; s++)
+        for (int key = 0; key < KEYS; key++)
+            produce_seq(&b, topic, key, s);
+    producer_flush(&b);
+    producer_stop(&b);
+    record_growth(&k, topic, OLD, PARTS, RL__GROWTH_SEALED, points);
+
+    /* The gate: open once a moved key's new message ran, or after 4 s. */
+    WAIT_FOR(seqcheck_get(&r.ck, &r.ck.new_handled) > 0, 4);
+    long new_before_gate = seqcheck_get(&r.ck, &r.ck.new_handled);
+    gate_open(&r);
+    WAIT_FOR(seqcheck_get(&r.ck, &r.ck.handled) == KEYS * (N1 + N2), 120);
+    uint64_t held = STAT(&c1, growth_held) + STAT(&c2, growth_held);
+    uint64_t released = STAT(&c1, growth_released) + STAT(&c2, growth_released);
+    uint64_t hold_ms = STAT(&c1, growth_hold_ms) + STAT(&c2, growth_hold_ms);
+    uint64_t unrouted = STAT(&c1, growth_unrouted) + STAT(&c2, growth_unrouted);
+    ct_stop(&c1);
+    ct_stop(&c2);
+
+    /* The keys the growth moved, by the producers' rings. */
+    rl_ring_t *r4 = ref_partition_ring("balanced", RL_VNODES_PROFILE, OLD);
+    rl_ring_t *r6 = ref_partition_ring("balanced", RL_VNODES_PROFILE, PARTS);
+    int moved = 0;
+    for (int key = 0; key < KEYS; key++) {
+        char kb[16];
+        int kl = msg_key(key, kb, sizeof kb);
+        moved += ref_partition(r4, kb, (size_t)kl) != ref_partition(r6, kb, (size_t)kl);
+    }
+    rl_ring_free(r4);
+    rl_ring_free(r6);
+
+    long violations = r.ck.violations, lost = seqcheck_lost(&r.ck, N1 + N2);
+    print_message("fence %s: %d of %d keys moved; %ld handled, %ld violations, %ld lost, %ld "
+                  "duplicates; new partitions' messages handled before the gate: %ld; held %" PRIu64
+                  ", released %" PRIu64 " (%.0f ms held on average), unrouted %" PRIu64
+                  "; first new message %.0f ms after the old partitions' gate opened\n",
+                  fence ? "on" : "off", moved, KEYS, r.ck.handled, violations, lost,
+                  r.ck.duplicates, new_before_gate, held, released,
+                  released ? (double)hold_ms / (double)released : 0.0, unrouted,
+                  (r.ck.first_new_s - r.ck.gate_s) * 1000.0);
+    assert_true(moved > KEYS / 5 && moved < KEYS / 2); /* (6-4)/6 = 1/3 of the keys */
+    assert_int_equal(lost, 0);
+    assert_int_equal(r.ck.foreign, 0);
+    if (fence) {
+        assert_int_equal(violations, 0);
+        assert_int_equal(new_before_gate, 0);
+        /* Every moved key's new message waited (held also counts the messages kept whole
+         * while an assignment's read of the records was under way). */
+        assert_true(held >= (uint64_t)moved * N2);
+        assert_true(released > 0 && released <= held);
+        assert_int_equal(unrouted, 0);
+    } else {
+        assert_int_equal(held + released, 0);
+    }
+    ct_free(&c1);
+    ct_free(&c2);
+    uv_mutex_destroy(&r.mu);
+    uv_mutex_destroy(&r.ck.mu);
+    cluster_stop(&k);
+    return violations;
+}
+
+static void fence_keeps_order_across_growth(void **state)
+{
+    (void)state;
+    assert_int_equal(growth_run(1), 0);
+}
+
+static void without_fence_order_breaks(void **state)
+{
+    (void)state;
+    long v = growth_run(0);
+    print_message("without the fence: %ld order violations\n", v);
+    assert_true(v > 0);
+}
+
+/* --- an unusable record: its growth's partitions are held whole, and reported --- */
+
+static void unusable_record_holds_its_partitions(void **state)
+{
+    (void)state;
+    cluster_start(&k, 1);
+    const char *topic = "grow";
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, PARTS, 1), 0);
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, RL__GROWTH_TOPIC, 1, 1), 0);
+    /* Cut in its ring field: the codec refuses it. */
+    record_write(&k, "grow/4->6",
+                 "ringlane-growth 1 topic=grow from=4 to=6 profile=balanced vnodes=64 ring=9c0e");
+    run r;
+    memset(&r, 0, sizeof r);
+    seqcheck_init(&r.ck);
+    assert_int_equal(uv_mutex_init(&r.mu), 0);
+    atomic_init(&r.errors_refused, 0);
+    r.open = true; /* no gate */
+    producer b;
+    producer_start_used(&b, &k, PARTS);
+    for (int s = 0; s < N1; s++)
+        for (int key = 0; key < KEYS; key++)
+            produce_seq(&b, topic, key, s);
+    producer_flush(&b);
+    producer_stop(&b);
+    int64_t in_old = messages_in(topic, 0, OLD), in_new = messages_in(topic, OLD, PARTS);
+    const char *topics[] = {topic};
+    cthread c;
+    fence_consumer(&c, &k, "g-bad", topic, topics, &r, 1);
+    assert_rl_ok(ct_start(&c));
+    /* The old partitions go on; the new ones wait, whole (every message of theirs taken). */
+    WAIT_FOR(seqcheck_get(&r.ck, &r.ck.handled) >= in_old && atomic_load(&r.errors_refused) > 0 &&
+                 STAT(&c, growth_held) >= (uint64_t)in_new,
+             60);
+    long handled = seqcheck_get(&r.ck, &r.ck.handled);
+    long handled_new = seqcheck_get(&r.ck, &r.ck.new_handled);
+    uint64_t held = STAT(&c, growth_held);
+    print_message("unusable record: %ld of %" PRId64 " old messages handled, %ld of %" PRId64
+                  " new ones, %" PRIu64 " held, %ld reported\n",
+                  handled, in_old, handled_new, in_new, held, (long)atomic_load(&r.errors_refused));
+    assert_int_equal(handled, in_old);
+    assert_int_equal(handled_new, 0);
+    assert_true(atomic_load(&r.errors_refused) >= 1);
+    assert_true(held >= (uint64_t)in_new);
+    /* An aborted record in its place: the growth did not happen, nothing is held. */
+    record_growth(&k, topic, OLD, PARTS, RL__GROWTH_ABORTED, NULL);
+    WAIT_FOR(seqcheck_get(&r.ck, &r.ck.handled) == in_old + in_new, 60);
+    assert_int_equal(seqcheck_get(&r.ck, &r.ck.handled), in_old + in_new);
+    assert_int_equal(r.ck.violations, 0);
+    assert_int_equal(atomic_load(&r.errors_refused), 1); /* reported once, not at every read */
+    ct_stop(&c);
+    ct_free(&c);
+    uv_mutex_destroy(&r.mu);
+    uv_mutex_destroy(&r.ck.mu);
+    cluster_stop(&k);
+}
+
+/* --- a new partition without a commit starts at its beginning --- */
+
+static long latest_run(int fence, int64_t *in_new)
+{
+    cluster_start(&k, 1);
+    const char *topic = "grow";
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, PARTS, 1), 0);
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, RL__GROWTH_TOPIC, 1, 1), 0);
+    int64_t points[OLD] = {0, 0, 0, 0}; /* nothing was written before the growth */
+    record_growth(&k, topic, OLD, PARTS, RL__GROWTH_SEALED, points);
+    producer b;
+    producer_start_used(&b, &k, PARTS);
+    for (int key = 0; key < KEYS; key++)
+        produce_seq(&b, topic, key, 0);
+    producer_flush(&b);
+    producer_stop(&b);
+    *in_new = messages_in(topic, OLD, PARTS);
+    run r;
+    memset(&r, 0, sizeof r);
+    seqcheck_init(&r.ck);
+    assert_int_equal(uv_mutex_init(&r.mu), 0);
+    atomic_init(&r.errors_refused, 0);
+    r.open = true;
+    const char *topics[] = {topic};
+    cthread c;
+    fence_consumer(&c, &k, "g-latest", topic, topics, &r, fence);
+    conf_set_ok(c.opts.conf, "auto.offset.reset", "latest");
+    assert_rl_ok(ct_start(&c));
+    WAIT_FOR(ct_assigned(&c) == PARTS, 60);
+    /* Fence on: an event (every new partition's message); off: a bound (nothing comes). */
+    WAIT_FOR(seqcheck_get(&r.ck, &r.ck.new_handled) == *in_new, fence ? 60 : 3);
+    long got = seqcheck_get(&r.ck, &r.ck.new_handled);
+    ct_stop(&c);
+    ct_free(&c);
+    uv_mutex_destroy(&r.mu);
+    uv_mutex_destroy(&r.ck.mu);
+    cluster_stop(&k);
+    return got;
+}
+
+static void new_partitions_start_at_their_beginning(void **state)
+{
+    (void)state;
+    int64_t in_new;
+    long on = latest_run(1, &in_new);
+    long off = latest_run(0, &in_new);
+    print_message("auto.offset.reset=latest: of %" PRId64 " messages in the new partitions, "
+                  "%ld handled with the fence, %ld without\n",
+                  in_new, on, off);
+    assert_true(in_new > 0);
+    assert_int_equal(on, in_new);
+    assert_int_equal(off, 0);
+}
+
+/* --- nothing grew: the fence's cost (printed; timing decides nothing) --- */
+
+static atomic_long flat_handled;
+static _Atomic double flat_first, flat_last;
+
+static int flat_handler(rl_consumer_t *c, const rd_kafka_message_t *m, uint32_t attempt)
+{
+    (void)c;
+    (void)m;
+    (void)attempt;
+    double now = now_s();
+    if (atomic_fetch_add(&flat_handled, 1) == 0)
+        atomic_store(&flat_first, now);
+    atomic_store(&flat_last, now);
+    return 0;
+}
+
+static void nothing_grew_throughput(void **state)
+{
+    (void)state;
+    enum { MESSAGES = SLOW_BUILD ? 20000 : 200000 };
+    cluster_start(&k, 1);
+    const char *topic = "flat";
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, PARTS, 1), 0);
+    producer p;
+    producer_start(&p, &k);
+    for (int i = 0; i < MESSAGES; i++)
+        produce_seq(&p, topic, i % 1000, i / 1000);
+    producer_flush(&p);
+    producer_stop(&p);
+    double rate[2];
+    uint64_t records[2];
+    for (int fence = 0; fence < 2; fence++) {
+        atomic_store(&flat_handled, 0);
+        const char *topics[] = {topic};
+        cthread c;
+        char group[32];
+        snprintf(group, sizeof group, "g-flat-%d", fence);
+        ct_init(&c, consumer_conf(&k, group, "range"), topics, 1, flat_handler, NULL);
+        c.opts.growth_fence = fence;
+        assert_rl_ok(ct_start(&c));
+        WAIT_FOR(atomic_load(&flat_handled) >= MESSAGES, 120);
+        records[fence] = STAT(&c, growth_records) + STAT(&c, growth_read_errors);
+        ct_stop(&c);
+        ct_free(&c);
+        assert_int_equal(atomic_load(&flat_handled), MESSAGES);
+        double span = atomic_load(&flat_last) - atomic_load(&flat_first);
+        rate[fence] = span > 0 ? MESSAGES / span : 0;
+    }
+    print_message("nothing grew (no record topic): %.0f msg/s without the fence, %.0f with it "
+                  "(ratio %.2f)\n",
+                  rate[0], rate[1], rate[0] > 0 ? rate[1] / rate[0] : 0.0);
+    assert_int_equal(records[1], 0); /* no topic: no records, and no failed read */
+    cluster_stop(&k);
+}
+
+/* --- the options: refusals name the option, the value and why --- */
+
+static int refused_new(void (*set)(rl_consumer_options *))
+{
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    const char *topics[] = {"grow"};
+    rl_consumer_options o;
+    rl_consumer_options_init(&o);
+    o.conf = rd_kafka_conf_new();
+    conf_set_ok(o.conf, "group.id", "g");
+    o.topics = topics;
+    o.topic_count = 1;
+    o.handler = flat_handler;
+    o.dispatch.lane_count = 2;
+    o.growth_fence = 1;
+    set(&o);
+    rl_consumer_t *c = (rl_consumer_t *)&loop; /* set to NULL by a refusal */
+    int rc = rl_consumer_new(&loop, &o, &c);
+    assert_null(c);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    return rc;
+}
+
+static void set_reread_0(rl_consumer_options *o)
+{
+    o->growth_reread_ms = 0;
+}
+static void set_read_timeout_big(rl_consumer_options *o)
+{
+    o->growth_read_timeout_ms = 600001;
+}
+static void set_profile_unknown(rl_consumer_options *o)
+{
+    o->growth_profile = "nope";
+}
+static void set_profile_ketama(rl_consumer_options *o)
+{
+    o->growth_profile = "ketama";
+}
+static void set_vnodes_jump(rl_consumer_options *o)
+{
+    o->growth_profile = "jump";
+    o->growth_vnodes = 64;
+}
+
+static void growth_options_refused(void **state)
+{
+    (void)state;
+    assert_refused(refused_new(set_reread_0), RL_EINVAL, "growth_reread_ms 0: must be 100..3600000",
+                   "");
+    assert_refused(refused_new(set_read_timeout_big), RL_EINVAL,
+                   "growth_read_timeout_ms 600001: must be 100..600000", "");
+    assert_refused(refused_new(set_profile_unknown), RL_EPROFILE,
+                   "growth_profile \"nope\": no such profile", "");
+    assert_refused(refused_new(set_profile_ketama), RL_ENOTSUP, "growth_profile \"ketama\"",
+                   "no local_add");
+    assert_refused(refused_new(set_vnodes_jump), RL_EVNODES, "growth_vnodes 64: profile \"jump\"",
+                   "builds no ring");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(growth_options_refused),
+        cmocka_unit_test(fence_keeps_order_across_growth),
+        cmocka_unit_test(without_fence_order_breaks),
+        cmocka_unit_test(unusable_record_holds_its_partitions),
+        cmocka_unit_test(new_partitions_start_at_their_beginning),
+        cmocka_unit_test(nothing_grew_throughput),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
