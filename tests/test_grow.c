@@ -26,7 +26,14 @@ typedef struct cluster {
     const char *bootstraps;
 } cluster;
 
+static cluster *cluster_new_brokers(const char *topic, int partitions, int brokers);
+
 static cluster *cluster_new(const char *topic, int partitions)
+{
+    return cluster_new_brokers(topic, partitions, 1);
+}
+
+static cluster *cluster_new_brokers(const char *topic, int partitions, int brokers)
 {
     cluster *c = calloc(1, sizeof *c);
     char err[512];
@@ -34,7 +41,7 @@ static cluster *cluster_new(const char *topic, int partitions)
     rd_kafka_conf_set_log_cb(conf, quiet_log);
     c->host = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
     assert_non_null(c->host);
-    c->mock = rd_kafka_mock_cluster_new(c->host, 1);
+    c->mock = rd_kafka_mock_cluster_new(c->host, brokers);
     assert_non_null(c->mock);
     c->bootstraps = rd_kafka_mock_cluster_bootstraps(c->mock);
     assert_int_equal(rd_kafka_mock_topic_create(c->mock, topic, partitions, 1), 0);
@@ -49,9 +56,19 @@ static void cluster_free(cluster *c)
     free(c);
 }
 
-/* Writes n messages to one partition of the topic (key, value: NULL for a tombstone). */
+/* Writes n messages to one partition of the topic (key, value: NULL for a tombstone), with
+ * CreateTime timestamp_ms (0: now). */
+static void produce_at(const cluster *c, const char *topic, int32_t partition, int n,
+                       const char *key, const char *value, int64_t timestamp_ms);
+
 static void produce(const cluster *c, const char *topic, int32_t partition, int n, const char *key,
                     const char *value)
+{
+    produce_at(c, topic, partition, n, key, value, 0);
+}
+
+static void produce_at(const cluster *c, const char *topic, int32_t partition, int n,
+                       const char *key, const char *value, int64_t timestamp_ms)
 {
     char err[512];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -67,6 +84,7 @@ static void produce(const cluster *c, const char *topic, int32_t partition, int 
             rd_kafka_producev(p, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition),
                               RD_KAFKA_V_KEY(kk, strlen(kk)),
                               RD_KAFKA_V_VALUE((void *)value, value ? strlen(value) : 0),
+                              RD_KAFKA_V_TIMESTAMP(timestamp_ms),
                               RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END),
             0);
     }
@@ -192,6 +210,55 @@ static uint64_t wait_for_state(const cluster *c, const char *topic, const char *
     }
     fail_msg("%s never became %s", key, rl__growth_state_name(state));
     return 0;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Writes the record `announced` of topic's growth from -> to (profile balanced, vnodes as
+ * given), as a run of ringlane grow announced it age_s seconds ago. */
+static void announce_directly(const cluster *c, const char *topic, uint32_t from, uint32_t to,
+                              uint32_t vnodes, int age_s)
+{
+    rl__growth_record g = {.from = from,
+                           .to = to,
+                           .profile = "balanced",
+                           .vnodes = vnodes,
+                           .nonce = 0x0123456789abcdefull,
+                           .state = RL__GROWTH_ANNOUNCED};
+    snprintf(g.topic, sizeof g.topic, "%s", topic);
+    assert_rl_ok(rl__growth_ring_fingerprint("balanced", vnodes, from, &g.ring_from));
+    assert_rl_ok(rl__growth_ring_fingerprint("balanced", vnodes, to, &g.ring_to));
+    const char *why = NULL;
+    char *value = rl__growth_value_format(&g, &why);
+    assert_non_null(value);
+    char key[RL__GROWTH_KEY_MAX + 1];
+    assert_true(rl__growth_key_format(topic, from, to, key, sizeof key) > 0);
+    produce_at(c, RL__GROWTH_TOPIC, 0, 1, key, value, wall_ms() - (int64_t)age_s * 1000);
+    free(value);
+}
+
+/* Writes the growth's record again as it is, timestamped age_s seconds ago: as if its
+ * announcement had been that long ago. */
+static void backdate(const cluster *c, const char *topic, const char *key, int age_s)
+{
+    char args[300];
+    snprintf(args, sizeof args, "--topic %s --status", topic);
+    run_result r = run_expect(c, args, 0);
+    size_t klen = strlen(key);
+    int found = 0;
+    for (char *line = strtok(r.out, "\n"); line; line = strtok(NULL, "\n"))
+        if (strncmp(line, key, klen) == 0 && line[klen] == ' ') {
+            produce_at(c, RL__GROWTH_TOPIC, 0, 1, key, line + klen + 1,
+                       wall_ms() - (int64_t)age_s * 1000);
+            found = 1;
+        }
+    assert_true(found);
+    run_free(&r);
 }
 
 #define GROW_6_TO_8 "--topic events --from 6 --partitions 8 --profile balanced --vnodes 64"
@@ -403,16 +470,17 @@ static void a_second_run_fences_the_first(void **state)
     /* A resumed growth must name the same ring. */
     r = run_expect(c,
                    "--topic events --from 6 --partitions 8 --profile default --vnodes 64 "
-                   "--pinned --announce-wait 0",
+                   "--pinned",
                    3);
     assert_non_null(strstr(r.err, "was announced with profile balanced vnodes 64"));
     run_free(&r);
-    r = run_expect(c, GROW_6_TO_8 " --pinned --announce-wait 0", 0);
+    backdate(c, "events", "events/6->8", 120); /* consumers have seen it */
+    r = run_expect(c, GROW_6_TO_8 " --pinned", 0);
     assert_non_null(strstr(r.out, "sealed events/6->8: points 1,2,3,4,5,6\n"));
     run_free(&r);
     assert_true(status_record(c, "events", "events/6->8", &g));
     assert_int_equal(g.state, RL__GROWTH_SEALED);
-    assert_true(g.nonce == second_nonce); /* sealed by the announcement's owner */
+    assert_true(g.nonce != second_nonce); /* the --pinned run took it over with its own */
     rl__growth_record_free(&g);
     cluster_free(c);
 }
@@ -441,6 +509,73 @@ static void abort_and_again(void **state)
     cluster_free(c);
 }
 
+/* An announced growth whose partitions were never made (CreatePartitions failed, the run
+ * was stopped): --pinned refuses to seal it, naming the counts, and the record stays
+ * announced (so --abort can still end it). */
+static void pinned_never_seals_missing_partitions(void **state)
+{
+    (void)state;
+    cluster *c = cluster_new("t2", 4);
+    uint32_t vnodes = rl__growth_record_vnodes("balanced", RL_VNODES_PROFILE);
+    announce_directly(c, "t2", 4, 6, vnodes, 120);
+    static const char *const runs[] = {
+        "--topic t2 --partitions 6 --profile balanced --vnodes default --pinned",
+        "--topic t2 --from 4 --partitions 6 --profile balanced --vnodes default --pinned",
+    };
+    for (size_t i = 0; i < 2; i++) {
+        run_result r = run_expect(c, runs[i], 3);
+        assert_non_null(strstr(r.err, "--partitions 6: topic t2 has 4 partitions, not 6: "
+                                      "t2/4->6 is not sealed"));
+        assert_string_equal(r.out, "");
+        run_free(&r);
+    }
+    rl__growth_record g;
+    assert_true(status_record(c, "t2", "t2/4->6", &g));
+    assert_int_equal(g.state, RL__GROWTH_ANNOUNCED);
+    assert_true(g.nonce == 0x0123456789abcdefull); /* not even taken over */
+    rl__growth_record_free(&g);
+    run_result r = run_expect(c, "--topic t2 --partitions 6 --abort", 0);
+    run_free(&r);
+    cluster_free(c);
+}
+
+/* Two --pinned runs at once: each takes the growth over with a nonce of its own, and exactly
+ * one seals; the other stops (exit 4) or finds it sealed. The record is sealed once. */
+static void two_pinned_runs_seal_once(void **state)
+{
+    (void)state;
+    for (int round = 0; round < 3; round++) {
+        cluster *c = cluster_new("events", 8);
+        for (int32_t p = 0; p < 6; p++)
+            produce(c, "events", p, 1 + p, NULL, "v");
+        announce_directly(c, "events", 6, 8, 64, 120);
+        child a = start(c, GROW_6_TO_8 " --pinned");
+        child b = start(c, GROW_6_TO_8 " --pinned");
+        run_result ra = finish(a), rb = finish(b);
+        int sealed = !!strstr(ra.out, "sealed events/6->8: points") +
+                     !!strstr(rb.out, "sealed events/6->8: points");
+        if (sealed != 1)
+            fail_msg("round %d: %d runs sealed\nA (exit %d): %s%s\nB (exit %d): %s%s", round,
+                     sealed, ra.status, ra.out, ra.err, rb.status, rb.out, rb.err);
+        for (int i = 0; i < 2; i++) {
+            const run_result *o = i ? &rb : &ra;
+            if (strstr(o->out, "sealed events/6->8: points"))
+                continue;
+            assert_true(o->status == 4 || (o->status == 0 && strstr(o->out, "is sealed already")));
+            /* Its message names the other run's nonce, never the announcer's. */
+            assert_null(strstr(o->err, "nonce 0123456789abcdef"));
+        }
+        run_free(&ra);
+        run_free(&rb);
+        rl__growth_record g;
+        assert_true(status_record(c, "events", "events/6->8", &g));
+        assert_int_equal(g.state, RL__GROWTH_SEALED);
+        assert_true(g.nonce != 0x0123456789abcdefull); /* the sealing run's own nonce */
+        rl__growth_record_free(&g);
+        cluster_free(c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -450,6 +585,8 @@ int main(void)
         cmocka_unit_test(a_killed_run_resumes),
         cmocka_unit_test(a_second_run_fences_the_first),
         cmocka_unit_test(abort_and_again),
+        cmocka_unit_test(pinned_never_seals_missing_partitions),
+        cmocka_unit_test(two_pinned_runs_seal_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -212,9 +212,57 @@ static int still_ours(grow_run *r, expected want)
     return CLI_EXIT_FENCED;
 }
 
-/* Writes the record in `state` with `nonce`, then reads it back until it is the key's last
- * committed record. 0, or the exit status. */
-static int write_record(grow_run *r, rl__growth_state state, uint64_t nonce, int64_t *points)
+/* What a write checks just before it produces and commits the record: the
+ * record read again is still the one this run saw or wrote, and never sealed. The check is as
+ * late as a client can make it: on a broker the transactional id fences an older run; the
+ * check stops one the broker would not (the mock cluster, or a run that took the growth over
+ * while this one was producing). */
+struct commit_check {
+    grow_run *r;
+    uint64_t nonce;
+    rl__growth_state state; /* the state being written */
+    int status;             /* the exit status when the check refuses */
+};
+
+static int before_commit(void *ctx)
+{
+    struct commit_check *c = ctx;
+    grow_run *r = c->r;
+    int rc = read_records(r);
+    if (rc) {
+        c->status = kafka_failed(r, rc);
+        return 1;
+    }
+    expected now = expected_of(r);
+    if (now.present && now.state == RL__GROWTH_SEALED) {
+        cli_error(cmd,
+                  "%s: sealed by another run (nonce %016" PRIx64 ") while this one wrote: a "
+                  "sealed record is never written again; this run stops",
+                  r->key, now.nonce);
+        c->status = CLI_EXIT_FENCED;
+        return 1;
+    }
+    /* An announcement (or an abort) takes over whatever record was there; a seal only the
+     * announcement this run wrote itself. */
+    if (c->state == RL__GROWTH_SEALED &&
+        !(now.present && now.nonce == c->nonce && now.state == RL__GROWTH_ANNOUNCED)) {
+        if (now.present)
+            cli_error(cmd,
+                      "%s: another run of ringlane grow took the growth over (its record is "
+                      "now %s, nonce %016" PRIx64 "): this run stops before it seals",
+                      r->key, rl__growth_state_name(now.state), now.nonce);
+        else
+            cli_error(cmd, "%s: the record this run wrote is gone: this run stops", r->key);
+        c->status = CLI_EXIT_FENCED;
+        return 1;
+    }
+    return 0;
+}
+
+/* Writes the record in `state` with `nonce` (timestamped timestamp_ms, 0: now), then reads it
+ * back until it is the key's last committed record. 0, or the exit status. */
+static int write_record(grow_run *r, rl__growth_state state, uint64_t nonce, int64_t *points,
+                        int64_t timestamp_ms)
 {
     rl__growth_record rec = {.from = r->from,
                              .to = r->to,
@@ -232,8 +280,11 @@ static int write_record(grow_run *r, rl__growth_state state, uint64_t nonce, int
         cli_error(cmd, "%s: cannot write the record: %s", r->key, why);
         return CLI_EXIT_FAILURE;
     }
-    int rc = grow_kafka_write(&r->k, r->key, value, r->err, sizeof r->err);
+    struct commit_check check = {r, nonce, state, 0};
+    int rc = grow_kafka_write(&r->k, r->key, value, timestamp_ms, before_commit, &check, r->err, sizeof r->err);
     free(value);
+    if (rc == GROW_KAFKA_REFUSED)
+        return check.status;
     if (rc)
         return kafka_failed(r, rc);
     /* Read back: a broker writes the transaction's markers after it answers the commit, so
@@ -361,6 +412,47 @@ static int find_from(grow_run *r, const char *from_text, int32_t count)
     return CLI_EXIT_REFUSED;
 }
 
+/* A growth is sealed (or its announce-only run ends) only once the topic has its P'
+ * partitions: a seal over partitions that do not exist would let producers route over P' and
+ * leave the topic with a record no count matches. 0, or the exit status. */
+static int check_partitions_exist(grow_run *r)
+{
+    int32_t count = 0;
+    int rc = grow_kafka_partition_count(&r->k, r->topic, &count, r->err, sizeof r->err);
+    if (rc)
+        return kafka_failed(r, rc);
+    if ((uint32_t)count != r->to) {
+        cli_error(cmd,
+                  "--partitions %" PRIu32 ": topic %s has %d partitions, not %" PRIu32
+                  ": %s is not sealed (run the command without --pinned to add the "
+                  "partitions, or end the growth with --abort)",
+                  r->to, r->topic, (int)count, r->to, r->key);
+        return CLI_EXIT_REFUSED;
+    }
+    return 0;
+}
+
+/* After CreatePartitions: waits (up to --timeout) until the metadata has the P' partitions. */
+static int wait_for_partitions(grow_run *r)
+{
+    int32_t count = 0;
+    for (int64_t waited = 0;; waited += 200) {
+        int rc = grow_kafka_partition_count(&r->k, r->topic, &count, r->err, sizeof r->err);
+        if (rc)
+            return kafka_failed(r, rc);
+        if ((uint32_t)count == r->to)
+            return 0;
+        if (waited >= r->k.timeout_ms)
+            break;
+        sleep_ms(200);
+    }
+    cli_error(cmd,
+              "%s: CreatePartitions answered, but the metadata shows %d partitions, not %" PRIu32
+              " after %d ms: the growth stays announced; run this command again",
+              r->key, (int)count, r->to, r->k.timeout_ms);
+    return CLI_EXIT_FAILURE;
+}
+
 typedef struct grow_opts {
     const char *partitions, *profile, *vnodes, *switch_wait, *from, *announce_wait;
     int pinned, announce_only;
@@ -437,12 +529,21 @@ static int grow(grow_run *r, const grow_opts *o, int32_t count, int64_t switch_w
                       r->key, age_ms / 1000, r->to, announce_wait_s);
             return CLI_EXIT_REFUSED;
         }
-        nonce = own->nonce; /* the seal below checks and keeps the announcement's owner */
+        /* Take the growth over with this run's own nonce: two --pinned runs then tell each
+         * other apart, and only the last to announce may seal. */
+        if ((rc = check_partitions_exist(r)) != 0)
+            return rc;
+        /* The announcement keeps its time: consumers have seen it since then. */
+        int64_t announced_ms = r->log.entries[i].timestamp_ms;
+        if ((rc = still_ours(r, expected_of(r))) != 0)
+            return rc;
+        if ((rc = write_record(r, RL__GROWTH_ANNOUNCED, nonce, NULL, announced_ms)) != 0)
+            return rc;
     } else {
         /* Announce (or take an interrupted announcement over). */
         if ((rc = still_ours(r, expected_of(r))) != 0)
             return rc;
-        if ((rc = write_record(r, RL__GROWTH_ANNOUNCED, nonce, NULL)) != 0)
+        if ((rc = write_record(r, RL__GROWTH_ANNOUNCED, nonce, NULL, 0)) != 0)
             return rc;
         printf("announced %s (profile %s, vnodes %" PRIu32 ", nonce %016" PRIx64 ")\n", r->key,
                r->profile, r->vnodes, nonce);
@@ -464,6 +565,10 @@ static int grow(grow_run *r, const grow_opts *o, int32_t count, int64_t switch_w
             }
             printf("added partitions %" PRIu32 "..%" PRIu32 " to %s\n", r->from, r->to - 1,
                    r->topic);
+            /* The brokers' metadata may lag the answer: none of them is used until every
+             * partition is there. */
+            if ((rc = wait_for_partitions(r)) != 0)
+                return rc;
         }
         if (o->announce_only) {
             printf("now raise ringlane.partitions.used to %" PRIu32 " on every producer, wait "
@@ -476,7 +581,10 @@ static int grow(grow_run *r, const grow_opts *o, int32_t count, int64_t switch_w
         fflush(stdout);
         sleep_ms(switch_wait_s * 1000);
     }
-    /* Seal: the high watermarks, then the record, if the growth is still this run's. */
+    /* Seal: the partitions exist, the high watermarks, then the record, if the growth is
+     * still this run's. */
+    if ((rc = check_partitions_exist(r)) != 0)
+        return rc;
     int64_t *points = calloc(r->from, sizeof *points);
     if (!points)
         return cli_error(cmd, "out of memory"), CLI_EXIT_FAILURE;
@@ -487,7 +595,7 @@ static int grow(grow_run *r, const grow_opts *o, int32_t count, int64_t switch_w
     else
         rc = kafka_failed(r, rc);
     if (rc == 0)
-        rc = write_record(r, RL__GROWTH_SEALED, nonce, points);
+        rc = write_record(r, RL__GROWTH_SEALED, nonce, points, 0);
     if (rc == 0) {
         printf("sealed %s: points", r->key);
         for (uint32_t p = 0; p < r->from; p++)
@@ -522,7 +630,7 @@ static int abort_growth(grow_run *r)
         r->ring_to = g->ring_to;
         int rc = still_ours(r, (expected){1, g->nonce, RL__GROWTH_ANNOUNCED});
         if (rc == 0)
-            rc = write_record(r, RL__GROWTH_ABORTED, new_nonce(), NULL);
+            rc = write_record(r, RL__GROWTH_ABORTED, new_nonce(), NULL, 0);
         if (rc == 0)
             printf("aborted %s: nothing is held for it; no producer may route over %" PRIu32
                    " partitions on its account\n",

@@ -353,14 +353,25 @@ int grow_kafka_read_log(grow_kafka *k, const char *topic, grow_log *out, char *e
     return rc;
 }
 
-int grow_kafka_write(grow_kafka *k, const char *key, const char *value, char *err, size_t size)
+int grow_kafka_write(grow_kafka *k, const char *key, const char *value, int64_t timestamp_ms,
+                     int (*check)(void *ctx), void *ctx, char *err, size_t size)
 {
     rd_kafka_error_t *e = rd_kafka_begin_transaction(k->writer);
     if (e)
         return txn_error(e, "cannot begin a transaction", err, size);
+    /* The check inside the transaction, before the record is produced: a reader may see an
+     * uncommitted record where no transaction markers are written (the mock cluster). */
+    if (check && check(ctx)) {
+        snprintf(err, size, "the record was not written");
+        rd_kafka_error_t *a = rd_kafka_abort_transaction(k->writer, k->timeout_ms);
+        if (a)
+            rd_kafka_error_destroy(a);
+        return GROW_KAFKA_REFUSED;
+    }
     rd_kafka_resp_err_t pe = rd_kafka_producev(
         k->writer, RD_KAFKA_V_TOPIC(RL__GROWTH_TOPIC), RD_KAFKA_V_PARTITION(0),
         RD_KAFKA_V_KEY(key, strlen(key)), RD_KAFKA_V_VALUE((void *)value, strlen(value)),
+        RD_KAFKA_V_TIMESTAMP(timestamp_ms > 0 ? timestamp_ms : 0),
         RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
     if (pe) {
         snprintf(err, size, "cannot write the record: %s", rd_kafka_err2str(pe));
