@@ -576,6 +576,58 @@ static void two_pinned_runs_seal_once(void **state)
     }
 }
 
+/* A leader that is down bounds the seal by --timeout: the high watermark of its partition
+ * cannot be read, the run stops with exit 1 (the record stays announced, resumable) instead
+ * of waiting for the broker to come back. */
+static void a_down_leader_is_bounded_by_the_timeout(void **state)
+{
+    (void)state;
+    cluster *c = cluster_new_brokers("events", 8, 3);
+    for (int32_t p = 0; p < 6; p++)
+        produce(c, "events", p, 2, NULL, "v");
+    /* Everything on broker 1 but partition 3, on broker 3, which goes down. */
+    for (int32_t p = 0; p < 8; p++)
+        assert_int_equal(rd_kafka_mock_partition_set_leader(c->mock, "events", p, p == 3 ? 3 : 1),
+                         0);
+    assert_int_equal(rd_kafka_mock_partition_set_leader(c->mock, RL__GROWTH_TOPIC, 0, 1), 0);
+    assert_int_equal(
+        rd_kafka_mock_coordinator_set(c->mock, "transaction", "ringlane-grow.events", 1), 0);
+    announce_directly(c, "events", 6, 8, 64, 120);
+    assert_int_equal(rd_kafka_mock_broker_set_down(c->mock, 3), 0);
+
+    /* The test's limit (--timeout 3 here) is 60 s: librdkafka's own request timeout, which
+     * the broken run waited for at least, is as long. */
+    child ch = start(c, GROW_6_TO_8 " --pinned --timeout 3");
+    int status = 0, waited_ms = 0;
+    while (waitpid(ch.pid, &status, WNOHANG) == 0 && waited_ms < 60000) {
+        struct timespec ts = {0, 100000000};
+        nanosleep(&ts, NULL);
+        waited_ms += 100;
+    }
+    if (waited_ms >= 60000) {
+        kill(ch.pid, SIGKILL);
+        run_result r = finish(ch);
+        run_free(&r);
+        fail_msg("ringlane grow --pinned --timeout 3 still ran after 60 s with a leader down");
+    }
+    /* finish() would wait again: read what it wrote instead. */
+    char *out = slurp(ch.out), *err = slurp(ch.err);
+    unlink(ch.out);
+    unlink(ch.err);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 1)
+        fail_msg("exit %d, want 1\nstdout: %s\nstderr: %s", WEXITSTATUS(status), out, err);
+    assert_non_null(strstr(err, "cannot read the high watermark"));
+    assert_null(strstr(out, "sealed"));
+    free(out);
+    free(err);
+    assert_int_equal(rd_kafka_mock_broker_set_up(c->mock, 3), 0);
+    rl__growth_record g;
+    assert_true(status_record(c, "events", "events/6->8", &g));
+    assert_int_equal(g.state, RL__GROWTH_ANNOUNCED);
+    rl__growth_record_free(&g);
+    cluster_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -587,6 +639,7 @@ int main(void)
         cmocka_unit_test(abort_and_again),
         cmocka_unit_test(pinned_never_seals_missing_partitions),
         cmocka_unit_test(two_pinned_runs_seal_once),
+        cmocka_unit_test(a_down_leader_is_bounded_by_the_timeout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -69,7 +69,8 @@ const grow_entry *grow_log_find(const grow_log *log, const char *key);
 int grow_kafka_write(grow_kafka *k, const char *key, const char *value, int64_t timestamp_ms,
                      int (*check)(void *ctx), void *ctx, char *err, size_t size);
 
-/* The high watermarks of partitions 0..n-1 (read uncommitted: open transactions lie below). */
+/* The high watermarks of partitions 0..n-1 (read uncommitted: open transactions lie below),
+ * within the request timeout even when a partition's leader is down. */
 int grow_kafka_high_watermarks(grow_kafka *k, const char *topic, int32_t n, int64_t *out, char *err,
                                size_t size);
 
