@@ -724,6 +724,15 @@ int cmd_grow(int argc, char **argv)
     if (rc == 0 && !rl__growth_topic_valid(topic, strlen(topic)))
         rc = cli_usage_error(cmd, "--topic '%s': a topic name is 1..249 of a-z A-Z 0-9 . _ -",
                              topic);
+    if (rc == 0 && strncmp(topic, "__", 2) == 0)
+        rc = cli_usage_error(cmd,
+                             "--topic %s: %s; ringlane grow grows only the topics producers "
+                             "write keyed messages to",
+                             topic,
+                             strncmp(topic, "__ringlane_", 11) == 0
+                                 ? "a topic of ringlane's own (the growth records live in "
+                                   "__ringlane_growth)"
+                                 : "a name starting with __ is Kafka's own internal topic");
     if (rc == 0 && status + abort_ > 1)
         rc = cli_usage_error(cmd, "--status and --abort go alone");
     if (rc == 0 && status &&
