@@ -278,8 +278,9 @@ static void announce_to_seal_on_a_precreated_topic(void **state)
     assert_non_null(strstr(r.err, "no growth of events is recorded"));
     run_free(&r);
 
-    r = run_expect(c, GROW_6_TO_8 " --switch-wait 1 --announce-wait 0", 0);
+    r = run_expect(c, GROW_6_TO_8 " --switch-wait 1 --announce-wait 30", 0);
     assert_non_null(strstr(r.out, "announced events/6->8 (profile balanced, vnodes 64, nonce "));
+    assert_non_null(strstr(r.out, "waiting 30 s for consumers to read the announcement\n"));
     assert_non_null(strstr(r.out, "sealed events/6->8: points 1,4,7,10,13,16\n"));
     run_free(&r);
 
@@ -300,7 +301,7 @@ static void announce_to_seal_on_a_precreated_topic(void **state)
     rl__growth_record_free(&g);
 
     /* Again: sealed, nothing to do; the record stays as it was (a sealed one never reopens). */
-    r = run_expect(c, GROW_6_TO_8 " --switch-wait 1 --announce-wait 0", 0);
+    r = run_expect(c, GROW_6_TO_8 " --switch-wait 1", 0);
     assert_string_equal(r.out, "events/6->8 is sealed already: nothing to do\n");
     run_free(&r);
     r = run_expect(c, "--topic events --partitions 8 --abort", 3);
@@ -338,6 +339,13 @@ static void refusals(void **state)
          "--partitions 1: expected a count 2..100000"},
         {GROW_6_TO_8 " --switch-wait 0", 2, "--switch-wait 0: producers need time to switch"},
         {GROW_6_TO_8 " --pinned --announce-only", 2, "one at most"},
+        {GROW_6_TO_8 " --pinned --announce-wait 0", 2, "--announce-wait 0: at least 30 s"},
+        {GROW_6_TO_8 " --announce-wait 29", 2, "--announce-wait 29: at least 30 s"},
+        {"--topic events --from 6 --partitions 08 --profile balanced --vnodes 64", 2,
+         "--partitions 08: expected a count 2..100000"},
+        {"--topic events --from 06 --partitions 8 --profile balanced --vnodes 64", 2,
+         "--from 06: expected a count 1..7"},
+        {"--topic events --partitions 08 --abort", 2, "--partitions 08: expected a count"},
         {GROW_6_TO_8 " -X no.such.property=1", 2, "-X no.such.property=1: "},
         {GROW_6_TO_8 " -X transactional.id=mine", 2, "ringlane grow sets transactional.id"},
         {"--topic 'a b' --status", 2, "--topic 'a b': a topic name is"},
@@ -372,7 +380,7 @@ static void refusals(void **state)
 
     /* A new partition that holds messages before the announcement: order is lost already. */
     produce(c, "events", 7, 2, NULL, "v");
-    run_result r = run_expect(c, GROW_6_TO_8 " --switch-wait 1 --announce-wait 0", 3);
+    run_result r = run_expect(c, GROW_6_TO_8 " --switch-wait 1", 3);
     assert_non_null(strstr(r.err, "--from 6: partition 7 of events holds 2 messages already"));
     run_free(&r);
     assert_false(status_record(c, "events", "events/6->8", &g));
@@ -391,7 +399,7 @@ static void unreadable_records_stop_the_topic(void **state)
     assert_string_equal(r.out, "events/4->6 unreadable (expected ' to=' after from): "
                                "ringlane-growth 1 topic=events from=4\n");
     run_free(&r);
-    r = run_expect(c, GROW_6_TO_8 " --switch-wait 1 --announce-wait 0", 3);
+    r = run_expect(c, GROW_6_TO_8 " --switch-wait 1", 3);
     assert_non_null(strstr(r.err, "--topic events: the growth record events/4->6 cannot be "
                                   "read (expected ' to=' after from)"));
     run_free(&r);
@@ -402,7 +410,7 @@ static void unreadable_records_stop_the_topic(void **state)
     cluster_free(c);
 }
 
-/* A run killed in its switch wait leaves the record announced; the same command again takes
+/* A run killed in its announce wait leaves the record announced; the same command again takes
  * it over (a new nonce) and seals it. */
 static void a_killed_run_resumes(void **state)
 {
@@ -410,7 +418,7 @@ static void a_killed_run_resumes(void **state)
     cluster *c = cluster_new("events", 8);
     for (int32_t p = 0; p < 6; p++)
         produce(c, "events", p, 2, NULL, "v");
-    child first = start(c, GROW_6_TO_8 " --switch-wait 120 --announce-wait 0");
+    child first = start(c, GROW_6_TO_8 " --switch-wait 120");
     uint64_t first_nonce = wait_for_state(c, "events", "events/6->8", RL__GROWTH_ANNOUNCED, 0);
     kill(first.pid, SIGKILL);
     run_result r = finish(first);
@@ -418,7 +426,7 @@ static void a_killed_run_resumes(void **state)
     run_free(&r);
     produce(c, "events", 3, 5, NULL, "v"); /* written by producers still on 6 */
 
-    r = run_expect(c, GROW_6_TO_8 " --switch-wait 1 --announce-wait 0", 0);
+    r = run_expect(c, GROW_6_TO_8 " --switch-wait 1 --announce-wait 30", 0);
     assert_non_null(strstr(r.out, "announced events/6->8"));
     assert_non_null(strstr(r.out, "sealed events/6->8: points 2,2,2,7,2,2\n"));
     run_free(&r);
@@ -439,10 +447,10 @@ static void a_second_run_fences_the_first(void **state)
     cluster *c = cluster_new("events", 8);
     for (int32_t p = 0; p < 6; p++)
         produce(c, "events", p, 1 + p, NULL, "v");
-    child first = start(c, GROW_6_TO_8 " --switch-wait 8 --announce-wait 0");
+    child first = start(c, GROW_6_TO_8 " --switch-wait 8 --announce-wait 30");
     uint64_t first_nonce = wait_for_state(c, "events", "events/6->8", RL__GROWTH_ANNOUNCED, 0);
 
-    run_result r = run_expect(c, GROW_6_TO_8 " --announce-only --announce-wait 0", 0);
+    run_result r = run_expect(c, GROW_6_TO_8 " --announce-only --announce-wait 30", 0);
     assert_non_null(strstr(r.out, "now raise ringlane.partitions.used to 8 on every producer"));
     run_free(&r);
     uint64_t second_nonce =
@@ -490,14 +498,15 @@ static void a_second_run_fences_the_first(void **state)
     cluster_free(c);
 }
 
-/* --abort ends an announced growth; it can be announced again and sealed. */
+/* --abort ends an announced growth; again, it has nothing to do; it can be announced again;
+ * once a new partition holds messages it is refused (producers routed over P'), and the
+ * growth can only be sealed. */
 static void abort_and_again(void **state)
 {
     (void)state;
     cluster *c = cluster_new("events", 8);
-    run_result r = run_expect(c, GROW_6_TO_8 " --announce-only --announce-wait 0", 0);
-    run_free(&r);
-    r = run_expect(c, "--topic events --partitions 8 --abort", 0);
+    announce_directly(c, "events", 6, 8, 64, 0);
+    run_result r = run_expect(c, "--topic events --partitions 8 --abort", 0);
     assert_non_null(strstr(r.out, "aborted events/6->8"));
     run_free(&r);
     rl__growth_record g;
@@ -508,8 +517,40 @@ static void abort_and_again(void **state)
     r = run_expect(c, "--topic events --status", 0);
     assert_non_null(strstr(r.out, " state=aborted\n"));
     run_free(&r);
-    r = run_expect(c, GROW_6_TO_8 " --switch-wait 1 --announce-wait 0", 0);
+    r = run_expect(c, "--topic events --partitions 8 --abort", 0);
+    assert_string_equal(r.out, "events/6->8 is aborted already: nothing to do\n");
+    run_free(&r);
+
+    announce_directly(c, "events", 6, 8, 64, 0);
+    produce(c, "events", 7, 1, NULL, "v"); /* a producer routed over 8 */
+    r = run_expect(c, "--topic events --partitions 8 --abort", 3);
+    assert_non_null(strstr(r.err, "--abort: partition 7 of events holds 1 messages: producers "
+                                  "routed over 8 partitions already"));
+    run_free(&r);
+    assert_true(status_record(c, "events", "events/6->8", &g));
+    assert_int_equal(g.state, RL__GROWTH_ANNOUNCED);
+    rl__growth_record_free(&g);
+    r = run_expect(c, GROW_6_TO_8 " --switch-wait 1 --announce-wait 30", 0);
     assert_non_null(strstr(r.out, "sealed events/6->8: points 0,0,0,0,0,0\n"));
+    run_free(&r);
+    cluster_free(c);
+}
+
+/* --status prints the records of a topic that was deleted (they apply to a topic created
+ * again under its name); a topic with neither is refused. */
+static void status_of_a_deleted_topic(void **state)
+{
+    (void)state;
+    cluster *c = cluster_new("events", 8);
+    announce_directly(c, "gone", 4, 6, 64, 0);
+    run_result r = run_expect(c, "--topic gone --status", 0);
+    assert_non_null(strstr(r.out, "gone/4->6 ringlane-growth 1 topic=gone from=4 to=6 "));
+    assert_non_null(strstr(r.err, "topic gone does not exist at "));
+    run_free(&r);
+    r = run_expect(c, "--topic never --status", 3);
+    assert_non_null(strstr(r.err, "--topic never: no such topic at "));
+    assert_non_null(strstr(r.err, "and no growth of it is recorded"));
+    assert_string_equal(r.out, "");
     run_free(&r);
     cluster_free(c);
 }
@@ -642,6 +683,7 @@ int main(void)
         cmocka_unit_test(a_killed_run_resumes),
         cmocka_unit_test(a_second_run_fences_the_first),
         cmocka_unit_test(abort_and_again),
+        cmocka_unit_test(status_of_a_deleted_topic),
         cmocka_unit_test(pinned_never_seals_missing_partitions),
         cmocka_unit_test(two_pinned_runs_seal_once),
         cmocka_unit_test(a_down_leader_is_bounded_by_the_timeout),

@@ -8,11 +8,14 @@
  *   add       CreatePartitions, unless the partitions exist
  *   switch    --switch-wait for the producers (or stop here: --announce-only; or the operator
  *             has switched them: --pinned)
- *   seal      the old partitions' high watermarks, the record `sealed` (a transaction)
+ *   seal      the topic has P' partitions, the old partitions' high watermarks, the record
+ *             `sealed` (a transaction)
  *
- * Before each write the run reads the record again and goes on only if it is still the one it
- * saw or wrote (its nonce): with the transactional id's fencing at the broker, at most one run
- * owns a growth. */
+ * Every run draws a nonce of its own and takes the growth over by writing it (--pinned too).
+ * Before each write, and again inside the write's transaction, the run reads the record and
+ * goes on only if it is still the one it saw or wrote (its nonce) and not sealed: with the
+ * transactional id's fencing at the broker, at most one run owns a growth, and a sealed record
+ * is written once. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 #include "grow_kafka.h"
@@ -47,21 +50,24 @@ static const char usage[] =
     "  --switch-wait S        seconds the producers get to switch (631: metadata\n"
     "                         refresh, message timeout and request timeout at\n"
     "                         librdkafka's defaults, plus 1)\n"
-    "  --announce-only        announce and add the partitions, then stop: switch the\n"
-    "                         producers yourself, then run again with --pinned\n"
+    "  --announce-only        announce and add the partitions (or wait --announce-wait\n"
+    "                         when they existed), then stop: switch the producers\n"
+    "                         yourself, then run again with --pinned\n"
     "  --pinned               every producer routes over P2 and has drained: seal now\n"
+    "                         (the topic must have P2 partitions)\n"
     "  --announce-wait S      how long consumers get to see an announcement before\n"
-    "                         producers may use partitions that existed (60)\n"
+    "                         producers may use partitions that existed (60, at least 30)\n"
     "  --timeout S            the limit of each Kafka request (30)\n"
     "  --status               print the topic's growth records\n"
     "  --abort                end an announced growth that will not happen\n"
     "  -X NAME=VALUE          a librdkafka property for the command's clients\n"
-    "Exit status: 0 done, 1 a Kafka request failed (run it again to resume), 2 bad\n"
-    "arguments, 3 refused by the topic's state or records, 4 another run took the\n"
-    "growth over.\n";
+    "Exit status: 0 done, 1 a Kafka request failed or timed out (run it again to\n"
+    "resume), 2 bad arguments, 3 refused by the topic's state or records, 4 another\n"
+    "run took the growth over.\n";
 
 #define DEFAULT_SWITCH_WAIT_S 631  /* 300 s metadata refresh + 300 s message timeout + 30 s + 1 */
 #define DEFAULT_ANNOUNCE_WAIT_S 60 /* twice the longest re-read of a consumer's fence */
+#define MIN_ANNOUNCE_WAIT_S 30     /* the longest re-read of a consumer's fence */
 
 static const char *const cmd = "grow";
 
@@ -212,11 +218,10 @@ static int still_ours(grow_run *r, expected want)
     return CLI_EXIT_FENCED;
 }
 
-/* What a write checks just before it produces and commits the record: the
- * record read again is still the one this run saw or wrote, and never sealed. The check is as
- * late as a client can make it: on a broker the transactional id fences an older run; the
- * check stops one the broker would not (the mock cluster, or a run that took the growth over
- * while this one was producing). */
+/* What a write checks just before it produces and commits the record: the record read again
+ * is still the one this run saw or wrote, and not sealed. On a broker the transactional id
+ * fences an older run; the check also stops one the broker would not (the mock cluster, or a
+ * run that took the growth over since this one last read). */
 struct commit_check {
     grow_run *r;
     uint64_t nonce;
@@ -281,7 +286,8 @@ static int write_record(grow_run *r, rl__growth_state state, uint64_t nonce, int
         return CLI_EXIT_FAILURE;
     }
     struct commit_check check = {r, nonce, state, 0};
-    int rc = grow_kafka_write(&r->k, r->key, value, timestamp_ms, before_commit, &check, r->err, sizeof r->err);
+    int rc = grow_kafka_write(&r->k, r->key, value, timestamp_ms, before_commit, &check, r->err,
+                              sizeof r->err);
     free(value);
     if (rc == GROW_KAFKA_REFUSED)
         return check.status;
@@ -606,9 +612,39 @@ static int grow(grow_run *r, const grow_opts *o, int32_t count, int64_t switch_w
     return rc;
 }
 
+/* --abort is refused once a new partition holds messages: producers routed over P' already,
+ * and those messages would no longer be held. 0, or the exit status. */
+static int check_new_partitions_empty(grow_run *r, uint32_t from)
+{
+    int32_t count = 0;
+    int rc = grow_kafka_partition_count(&r->k, r->topic, &count, r->err, sizeof r->err);
+    if (rc)
+        return kafka_failed(r, rc);
+    if ((uint32_t)count <= from) /* no new partition was made */
+        return 0;
+    int64_t *marks = calloc((size_t)count, sizeof *marks);
+    if (!marks)
+        return cli_error(cmd, "out of memory"), CLI_EXIT_FAILURE;
+    rc = grow_kafka_high_watermarks(&r->k, r->topic, count, marks, r->err, sizeof r->err);
+    for (uint32_t q = from; rc == 0 && q < (uint32_t)count && q < r->to; q++)
+        if (marks[q] > 0) {
+            cli_error(cmd,
+                      "--abort: partition %" PRIu32 " of %s holds %" PRId64 " messages: "
+                      "producers routed over %" PRIu32 " partitions already, and an abort "
+                      "would release them unordered; switch every producer and seal %s "
+                      "with --pinned instead",
+                      q, r->topic, marks[q], r->to, r->key);
+            free(marks);
+            return CLI_EXIT_REFUSED;
+        }
+    free(marks);
+    return rc ? kafka_failed(r, rc) : 0;
+}
+
 /* --abort: the announced growth of the topic to --partitions ends. */
 static int abort_growth(grow_run *r)
 {
+    const char *aborted = NULL; /* a record of the growth aborted already */
     for (size_t i = 0; i < r->log.n; i++) {
         const rl__growth_record *g = &r->records[i];
         if (r->why[i][0] || g->to != r->to)
@@ -620,15 +656,20 @@ static int abort_growth(grow_run *r)
                       r->log.entries[i].key);
             return CLI_EXIT_REFUSED;
         }
+        if (g->state == RL__GROWTH_ABORTED)
+            aborted = r->log.entries[i].key;
         if (g->state != RL__GROWTH_ANNOUNCED)
             continue;
         snprintf(r->key, sizeof r->key, "%s", r->log.entries[i].key);
+        int rc = check_new_partitions_empty(r, g->from);
+        if (rc)
+            return rc;
         r->from = g->from;
         r->profile = g->profile;
         r->vnodes = g->vnodes;
         r->ring_from = g->ring_from;
         r->ring_to = g->ring_to;
-        int rc = still_ours(r, (expected){1, g->nonce, RL__GROWTH_ANNOUNCED});
+        rc = still_ours(r, (expected){1, g->nonce, RL__GROWTH_ANNOUNCED});
         if (rc == 0)
             rc = write_record(r, RL__GROWTH_ABORTED, new_nonce(), NULL, 0);
         if (rc == 0)
@@ -636,6 +677,10 @@ static int abort_growth(grow_run *r)
                    " partitions on its account\n",
                    r->key, r->to);
         return rc;
+    }
+    if (aborted) {
+        printf("%s is aborted already: nothing to do\n", aborted);
+        return 0;
     }
     cli_error(cmd, "--abort: no growth of %s to %" PRIu32 " partitions is announced", r->topic,
               r->to);
@@ -672,6 +717,12 @@ static int take_props(int *argc, char **argv, const char **props, size_t *nprops
     }
     *argc = out;
     return 0;
+}
+
+/* A count as a growth record writes it: no leading zero (the codec refuses "08"). */
+static int count_text_ok(const char *text)
+{
+    return !(text[0] == '0' && text[1] != '\0');
 }
 
 static int parse_seconds(const char *option, const char *text, long long min, long long max,
@@ -747,9 +798,13 @@ int cmd_grow(int argc, char **argv)
                                   "--partitions, --timeout and -X");
     if (rc == 0 && !status && !o.partitions)
         rc = cli_usage_error(cmd, "--partitions is required (see --help)");
-    if (rc == 0 && o.partitions && cli_parse_u64(o.partitions, 2, CLI_PARTITIONS_MAX, &to) != 0)
-        rc = cli_usage_error(cmd, "--partitions %s: expected a count 2..%d", o.partitions,
-                             CLI_PARTITIONS_MAX);
+    if (rc == 0 && o.partitions &&
+        (!count_text_ok(o.partitions) ||
+         cli_parse_u64(o.partitions, 2, CLI_PARTITIONS_MAX, &to) != 0))
+        rc = cli_usage_error(cmd,
+                             "--partitions %s: expected a count 2..%d (no sign, no leading "
+                             "zero, as a growth record writes it)",
+                             o.partitions, CLI_PARTITIONS_MAX);
     if (rc == 0 && !status && !abort_) {
         if (!o.profile || !o.vnodes)
             rc = cli_usage_error(cmd,
@@ -777,8 +832,18 @@ int cmd_grow(int argc, char **argv)
             rc = parse_seconds("--switch-wait", o.switch_wait, 1, 2592000, &switch_wait_s);
         if (rc == 0 && o.announce_wait)
             rc = parse_seconds("--announce-wait", o.announce_wait, 0, 3600, &announce_wait_s);
-        if (rc == 0 && o.from && cli_parse_u64(o.from, 1, to - 1, &from) != 0)
-            rc = cli_usage_error(cmd, "--from %s: expected a count 1..%llu (below --partitions)",
+        if (rc == 0 && announce_wait_s < MIN_ANNOUNCE_WAIT_S)
+            rc = cli_usage_error(cmd,
+                                 "--announce-wait %s: at least %d s: consumers re-read the "
+                                 "growth records every 10-30 s, and a shorter wait lets "
+                                 "producers route over the new partitions before every "
+                                 "consumer has seen the announcement",
+                                 o.announce_wait, MIN_ANNOUNCE_WAIT_S);
+        if (rc == 0 && o.from &&
+            (!count_text_ok(o.from) || cli_parse_u64(o.from, 1, to - 1, &from) != 0))
+            rc = cli_usage_error(cmd,
+                                 "--from %s: expected a count 1..%llu (below --partitions; no "
+                                 "sign, no leading zero)",
                                  o.from, to - 1);
     }
     if (rc == 0 && timeout)
@@ -803,19 +868,33 @@ int cmd_grow(int argc, char **argv)
         rc = grow_kafka_partition_count(&r.k, topic, &count, r.err, sizeof r.err);
     if (rc) {
         rc = kafka_failed(&r, rc);
-    } else if (count == 0) {
+    } else if (count == 0 && !status) {
         cli_error(cmd, "--topic %s: no such topic at %s", topic, bootstrap);
         rc = CLI_EXIT_REFUSED;
     } else if (status) {
+        /* A deleted topic's records still apply to a topic created again under its name:
+         * they are printed, so that they can be found and removed. */
         int32_t records = 0;
         rc = grow_kafka_partition_count(&r.k, RL__GROWTH_TOPIC, &records, r.err, sizeof r.err);
-        if (rc == 0 && records == 0)
+        if (rc == 0 && records > 0)
+            rc = read_records(&r);
+        if (rc) {
+            rc = kafka_failed(&r, rc);
+        } else if (count == 0 && r.log.n == 0) {
+            cli_error(cmd, "--topic %s: no such topic at %s, and no growth of it is recorded",
+                      topic, bootstrap);
+            rc = CLI_EXIT_REFUSED;
+        } else if (records == 0) {
             fprintf(stderr, "ringlane grow: no growth is recorded (no %s topic)\n",
                     RL__GROWTH_TOPIC);
-        else if (rc == 0 && (rc = read_records(&r)) == 0)
+        } else {
+            if (count == 0)
+                fprintf(stderr,
+                        "ringlane grow: topic %s does not exist at %s (deleted?); its growth "
+                        "records apply to a topic created again under its name\n",
+                        topic, bootstrap);
             rc = print_status(&r);
-        else
-            rc = kafka_failed(&r, rc);
+        }
     } else {
         rc = grow_kafka_ensure_record_topic(&r.k, r.err, sizeof r.err);
         if (rc == 0)

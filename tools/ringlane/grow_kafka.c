@@ -410,8 +410,7 @@ int grow_kafka_high_watermarks(grow_kafka *k, const char *topic, int32_t n, int6
         rc = GROW_KAFKA_FAILED;
     }
     for (int32_t p = 0; rc == 0 && p < n; p++) {
-        const rd_kafka_topic_partition_t *t =
-            rd_kafka_topic_partition_list_find(parts, topic, p);
+        const rd_kafka_topic_partition_t *t = rd_kafka_topic_partition_list_find(parts, topic, p);
         if (!t || t->err || t->offset < 0) {
             snprintf(err, size, "cannot read the high watermark of %s [%d]: %s", topic, (int)p,
                      rd_kafka_err2str(t ? t->err : RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION));

@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GROW_KAFKA_FAILED (-1) /* a request failed or timed out */
-#define GROW_KAFKA_FENCED (-2) /* another run's producer has the transactional id now */
+#define GROW_KAFKA_FAILED (-1)  /* a request failed or timed out */
+#define GROW_KAFKA_FENCED (-2)  /* another run's producer has the transactional id now */
 #define GROW_KAFKA_REFUSED (-3) /* a write's check before its commit said no */
 
 typedef struct grow_kafka {
@@ -63,9 +63,9 @@ void grow_log_free(grow_log *log);
 const grow_entry *grow_log_find(const grow_log *log, const char *key);
 
 /* Writes key = value in one transaction (GROW_KAFKA_FENCED when fenced), its CreateTime
- * timestamp_ms (0: now). check(ctx), when
- * given, runs in the transaction just before the record is produced and committed: nonzero aborts the
- * transaction and returns GROW_KAFKA_REFUSED (the check reports why). */
+ * timestamp_ms (0: now). check(ctx), when given, runs in the transaction just before the record
+ * is produced and committed: nonzero aborts the transaction and returns GROW_KAFKA_REFUSED (the
+ * check reports why). */
 int grow_kafka_write(grow_kafka *k, const char *key, const char *value, int64_t timestamp_ms,
                      int (*check)(void *ctx), void *ctx, char *err, size_t size);
 
