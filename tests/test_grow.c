@@ -451,7 +451,8 @@ static void a_second_run_fences_the_first(void **state)
     uint64_t first_nonce = wait_for_state(c, "events", "events/6->8", RL__GROWTH_ANNOUNCED, 0);
 
     run_result r = run_expect(c, GROW_6_TO_8 " --announce-only --announce-wait 30", 0);
-    assert_non_null(strstr(r.out, "now raise ringlane.partitions.used to 8 on every producer"));
+    assert_non_null(strstr(r.out, "now raise ringlane.partitions.used to 8 on every producer "
+                                  "(restart each with it, after it flushed its queue)"));
     run_free(&r);
     uint64_t second_nonce =
         wait_for_state(c, "events", "events/6->8", RL__GROWTH_ANNOUNCED, first_nonce);

@@ -577,8 +577,9 @@ static int grow(grow_run *r, const grow_opts *o, int32_t count, int64_t switch_w
                 return rc;
         }
         if (o->announce_only) {
-            printf("now raise ringlane.partitions.used to %" PRIu32 " on every producer, wait "
-                   "until their queues are empty, then seal with --pinned\n",
+            printf("now raise ringlane.partitions.used to %" PRIu32 " on every producer "
+                   "(restart each with it, after it flushed its queue), then seal with "
+                   "--pinned\n",
                    r->to);
             return 0;
         }
