@@ -26,7 +26,14 @@ typedef struct cluster {
     const char *bootstraps;
 } cluster;
 
+static cluster *cluster_new_brokers(const char *topic, int partitions, int brokers);
+
 static cluster *cluster_new(const char *topic, int partitions)
+{
+    return cluster_new_brokers(topic, partitions, 1);
+}
+
+static cluster *cluster_new_brokers(const char *topic, int partitions, int brokers)
 {
     cluster *c = calloc(1, sizeof *c);
     char err[512];
@@ -34,7 +41,7 @@ static cluster *cluster_new(const char *topic, int partitions)
     rd_kafka_conf_set_log_cb(conf, quiet_log);
     c->host = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
     assert_non_null(c->host);
-    c->mock = rd_kafka_mock_cluster_new(c->host, 1);
+    c->mock = rd_kafka_mock_cluster_new(c->host, brokers);
     assert_non_null(c->mock);
     c->bootstraps = rd_kafka_mock_cluster_bootstraps(c->mock);
     assert_int_equal(rd_kafka_mock_topic_create(c->mock, topic, partitions, 1), 0);
@@ -49,9 +56,19 @@ static void cluster_free(cluster *c)
     free(c);
 }
 
-/* Writes n messages to one partition of the topic (key, value: NULL for a tombstone). */
+/* Writes n messages to one partition of the topic (key, value: NULL for a tombstone), with
+ * CreateTime timestamp_ms (0: now). */
+static void produce_at(const cluster *c, const char *topic, int32_t partition, int n,
+                       const char *key, const char *value, int64_t timestamp_ms);
+
 static void produce(const cluster *c, const char *topic, int32_t partition, int n, const char *key,
                     const char *value)
+{
+    produce_at(c, topic, partition, n, key, value, 0);
+}
+
+static void produce_at(const cluster *c, const char *topic, int32_t partition, int n,
+                       const char *key, const char *value, int64_t timestamp_ms)
 {
     char err[512];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -67,6 +84,7 @@ static void produce(const cluster *c, const char *topic, int32_t partition, int 
             rd_kafka_producev(p, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition),
                               RD_KAFKA_V_KEY(kk, strlen(kk)),
                               RD_KAFKA_V_VALUE((void *)value, value ? strlen(value) : 0),
+                              RD_KAFKA_V_TIMESTAMP(timestamp_ms),
                               RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END),
             0);
     }
@@ -194,6 +212,55 @@ static uint64_t wait_for_state(const cluster *c, const char *topic, const char *
     return 0;
 }
 
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Writes the record `announced` of topic's growth from -> to (profile balanced, vnodes as
+ * given), as a run of ringlane grow announced it age_s seconds ago. */
+static void announce_directly(const cluster *c, const char *topic, uint32_t from, uint32_t to,
+                              uint32_t vnodes, int age_s)
+{
+    rl__growth_record g = {.from = from,
+                           .to = to,
+                           .profile = "balanced",
+                           .vnodes = vnodes,
+                           .nonce = 0x0123456789abcdefull,
+                           .state = RL__GROWTH_ANNOUNCED};
+    snprintf(g.topic, sizeof g.topic, "%s", topic);
+    assert_rl_ok(rl__growth_ring_fingerprint("balanced", vnodes, from, &g.ring_from));
+    assert_rl_ok(rl__growth_ring_fingerprint("balanced", vnodes, to, &g.ring_to));
+    const char *why = NULL;
+    char *value = rl__growth_value_format(&g, &why);
+    assert_non_null(value);
+    char key[RL__GROWTH_KEY_MAX + 1];
+    assert_true(rl__growth_key_format(topic, from, to, key, sizeof key) > 0);
+    produce_at(c, RL__GROWTH_TOPIC, 0, 1, key, value, wall_ms() - (int64_t)age_s * 1000);
+    free(value);
+}
+
+/* Writes the growth's record again as it is, timestamped age_s seconds ago: as if its
+ * announcement had been that long ago. */
+static void backdate(const cluster *c, const char *topic, const char *key, int age_s)
+{
+    char args[300];
+    snprintf(args, sizeof args, "--topic %s --status", topic);
+    run_result r = run_expect(c, args, 0);
+    size_t klen = strlen(key);
+    int found = 0;
+    for (char *line = strtok(r.out, "\n"); line; line = strtok(NULL, "\n"))
+        if (strncmp(line, key, klen) == 0 && line[klen] == ' ') {
+            produce_at(c, RL__GROWTH_TOPIC, 0, 1, key, line + klen + 1,
+                       wall_ms() - (int64_t)age_s * 1000);
+            found = 1;
+        }
+    assert_true(found);
+    run_free(&r);
+}
+
 #define GROW_6_TO_8 "--topic events --from 6 --partitions 8 --profile balanced --vnodes 64"
 
 /* A topic of 8 partitions whose producers used 6, with 1, 4, 7, ... messages in partition p:
@@ -211,8 +278,9 @@ static void announce_to_seal_on_a_precreated_topic(void **state)
     assert_non_null(strstr(r.err, "no growth of events is recorded"));
     run_free(&r);
 
-    r = run_expect(c, GROW_6_TO_8 " --switch-wait 1 --announce-wait 0", 0);
+    r = run_expect(c, GROW_6_TO_8 " --switch-wait 1 --announce-wait 30", 0);
     assert_non_null(strstr(r.out, "announced events/6->8 (profile balanced, vnodes 64, nonce "));
+    assert_non_null(strstr(r.out, "waiting 30 s for consumers to read the announcement\n"));
     assert_non_null(strstr(r.out, "sealed events/6->8: points 1,4,7,10,13,16\n"));
     run_free(&r);
 
@@ -233,7 +301,7 @@ static void announce_to_seal_on_a_precreated_topic(void **state)
     rl__growth_record_free(&g);
 
     /* Again: sealed, nothing to do; the record stays as it was (a sealed one never reopens). */
-    r = run_expect(c, GROW_6_TO_8 " --switch-wait 1 --announce-wait 0", 0);
+    r = run_expect(c, GROW_6_TO_8 " --switch-wait 1", 0);
     assert_string_equal(r.out, "events/6->8 is sealed already: nothing to do\n");
     run_free(&r);
     r = run_expect(c, "--topic events --partitions 8 --abort", 3);
@@ -271,9 +339,21 @@ static void refusals(void **state)
          "--partitions 1: expected a count 2..100000"},
         {GROW_6_TO_8 " --switch-wait 0", 2, "--switch-wait 0: producers need time to switch"},
         {GROW_6_TO_8 " --pinned --announce-only", 2, "one at most"},
+        {GROW_6_TO_8 " --pinned --announce-wait 0", 2, "--announce-wait 0: at least 30 s"},
+        {GROW_6_TO_8 " --announce-wait 29", 2, "--announce-wait 29: at least 30 s"},
+        {"--topic events --from 6 --partitions 08 --profile balanced --vnodes 64", 2,
+         "--partitions 08: expected a count 2..100000"},
+        {"--topic events --from 06 --partitions 8 --profile balanced --vnodes 64", 2,
+         "--from 06: expected a count 1..7"},
+        {"--topic events --partitions 08 --abort", 2, "--partitions 08: expected a count"},
         {GROW_6_TO_8 " -X no.such.property=1", 2, "-X no.such.property=1: "},
         {GROW_6_TO_8 " -X transactional.id=mine", 2, "ringlane grow sets transactional.id"},
         {"--topic 'a b' --status", 2, "--topic 'a b': a topic name is"},
+        {"--topic __ringlane_growth --partitions 2 --profile balanced --vnodes 64", 2,
+         "--topic __ringlane_growth: a topic of ringlane's own"},
+        {"--topic __ringlane_other --status", 2, "--topic __ringlane_other: a topic of ringlane's"},
+        {"--topic __consumer_offsets --partitions 60 --profile balanced --vnodes 64", 2,
+         "--topic __consumer_offsets: a name starting with __ is Kafka's own internal topic"},
         {"--topic events --status --partitions 8", 2, "--status takes only"},
         {"--topic missing --from 6 --partitions 8 --profile balanced --vnodes 64", 3,
          "--topic missing: no such topic at"},
@@ -300,7 +380,7 @@ static void refusals(void **state)
 
     /* A new partition that holds messages before the announcement: order is lost already. */
     produce(c, "events", 7, 2, NULL, "v");
-    run_result r = run_expect(c, GROW_6_TO_8 " --switch-wait 1 --announce-wait 0", 3);
+    run_result r = run_expect(c, GROW_6_TO_8 " --switch-wait 1", 3);
     assert_non_null(strstr(r.err, "--from 6: partition 7 of events holds 2 messages already"));
     run_free(&r);
     assert_false(status_record(c, "events", "events/6->8", &g));
@@ -319,7 +399,7 @@ static void unreadable_records_stop_the_topic(void **state)
     assert_string_equal(r.out, "events/4->6 unreadable (expected ' to=' after from): "
                                "ringlane-growth 1 topic=events from=4\n");
     run_free(&r);
-    r = run_expect(c, GROW_6_TO_8 " --switch-wait 1 --announce-wait 0", 3);
+    r = run_expect(c, GROW_6_TO_8 " --switch-wait 1", 3);
     assert_non_null(strstr(r.err, "--topic events: the growth record events/4->6 cannot be "
                                   "read (expected ' to=' after from)"));
     run_free(&r);
@@ -330,7 +410,7 @@ static void unreadable_records_stop_the_topic(void **state)
     cluster_free(c);
 }
 
-/* A run killed in its switch wait leaves the record announced; the same command again takes
+/* A run killed in its announce wait leaves the record announced; the same command again takes
  * it over (a new nonce) and seals it. */
 static void a_killed_run_resumes(void **state)
 {
@@ -338,7 +418,7 @@ static void a_killed_run_resumes(void **state)
     cluster *c = cluster_new("events", 8);
     for (int32_t p = 0; p < 6; p++)
         produce(c, "events", p, 2, NULL, "v");
-    child first = start(c, GROW_6_TO_8 " --switch-wait 120 --announce-wait 0");
+    child first = start(c, GROW_6_TO_8 " --switch-wait 120");
     uint64_t first_nonce = wait_for_state(c, "events", "events/6->8", RL__GROWTH_ANNOUNCED, 0);
     kill(first.pid, SIGKILL);
     run_result r = finish(first);
@@ -346,7 +426,7 @@ static void a_killed_run_resumes(void **state)
     run_free(&r);
     produce(c, "events", 3, 5, NULL, "v"); /* written by producers still on 6 */
 
-    r = run_expect(c, GROW_6_TO_8 " --switch-wait 1 --announce-wait 0", 0);
+    r = run_expect(c, GROW_6_TO_8 " --switch-wait 1 --announce-wait 30", 0);
     assert_non_null(strstr(r.out, "announced events/6->8"));
     assert_non_null(strstr(r.out, "sealed events/6->8: points 2,2,2,7,2,2\n"));
     run_free(&r);
@@ -367,11 +447,12 @@ static void a_second_run_fences_the_first(void **state)
     cluster *c = cluster_new("events", 8);
     for (int32_t p = 0; p < 6; p++)
         produce(c, "events", p, 1 + p, NULL, "v");
-    child first = start(c, GROW_6_TO_8 " --switch-wait 8 --announce-wait 0");
+    child first = start(c, GROW_6_TO_8 " --switch-wait 8 --announce-wait 30");
     uint64_t first_nonce = wait_for_state(c, "events", "events/6->8", RL__GROWTH_ANNOUNCED, 0);
 
-    run_result r = run_expect(c, GROW_6_TO_8 " --announce-only --announce-wait 0", 0);
-    assert_non_null(strstr(r.out, "now raise ringlane.partitions.used to 8 on every producer"));
+    run_result r = run_expect(c, GROW_6_TO_8 " --announce-only --announce-wait 30", 0);
+    assert_non_null(strstr(r.out, "now raise ringlane.partitions.used to 8 on every producer "
+                                  "(restart each with it, after it flushed its queue)"));
     run_free(&r);
     uint64_t second_nonce =
         wait_for_state(c, "events", "events/6->8", RL__GROWTH_ANNOUNCED, first_nonce);
@@ -403,28 +484,30 @@ static void a_second_run_fences_the_first(void **state)
     /* A resumed growth must name the same ring. */
     r = run_expect(c,
                    "--topic events --from 6 --partitions 8 --profile default --vnodes 64 "
-                   "--pinned --announce-wait 0",
+                   "--pinned",
                    3);
     assert_non_null(strstr(r.err, "was announced with profile balanced vnodes 64"));
     run_free(&r);
-    r = run_expect(c, GROW_6_TO_8 " --pinned --announce-wait 0", 0);
+    backdate(c, "events", "events/6->8", 120); /* consumers have seen it */
+    r = run_expect(c, GROW_6_TO_8 " --pinned", 0);
     assert_non_null(strstr(r.out, "sealed events/6->8: points 1,2,3,4,5,6\n"));
     run_free(&r);
     assert_true(status_record(c, "events", "events/6->8", &g));
     assert_int_equal(g.state, RL__GROWTH_SEALED);
-    assert_true(g.nonce == second_nonce); /* sealed by the announcement's owner */
+    assert_true(g.nonce != second_nonce); /* the --pinned run took it over with its own */
     rl__growth_record_free(&g);
     cluster_free(c);
 }
 
-/* --abort ends an announced growth; it can be announced again and sealed. */
+/* --abort ends an announced growth; again, it has nothing to do; it can be announced again;
+ * once a new partition holds messages it is refused (producers routed over P'), and the
+ * growth can only be sealed. */
 static void abort_and_again(void **state)
 {
     (void)state;
     cluster *c = cluster_new("events", 8);
-    run_result r = run_expect(c, GROW_6_TO_8 " --announce-only --announce-wait 0", 0);
-    run_free(&r);
-    r = run_expect(c, "--topic events --partitions 8 --abort", 0);
+    announce_directly(c, "events", 6, 8, 64, 0);
+    run_result r = run_expect(c, "--topic events --partitions 8 --abort", 0);
     assert_non_null(strstr(r.out, "aborted events/6->8"));
     run_free(&r);
     rl__growth_record g;
@@ -435,9 +518,160 @@ static void abort_and_again(void **state)
     r = run_expect(c, "--topic events --status", 0);
     assert_non_null(strstr(r.out, " state=aborted\n"));
     run_free(&r);
-    r = run_expect(c, GROW_6_TO_8 " --switch-wait 1 --announce-wait 0", 0);
+    r = run_expect(c, "--topic events --partitions 8 --abort", 0);
+    assert_string_equal(r.out, "events/6->8 is aborted already: nothing to do\n");
+    run_free(&r);
+
+    announce_directly(c, "events", 6, 8, 64, 0);
+    produce(c, "events", 7, 1, NULL, "v"); /* a producer routed over 8 */
+    r = run_expect(c, "--topic events --partitions 8 --abort", 3);
+    assert_non_null(strstr(r.err, "--abort: partition 7 of events holds 1 messages: producers "
+                                  "routed over 8 partitions already"));
+    run_free(&r);
+    assert_true(status_record(c, "events", "events/6->8", &g));
+    assert_int_equal(g.state, RL__GROWTH_ANNOUNCED);
+    rl__growth_record_free(&g);
+    r = run_expect(c, GROW_6_TO_8 " --switch-wait 1 --announce-wait 30", 0);
     assert_non_null(strstr(r.out, "sealed events/6->8: points 0,0,0,0,0,0\n"));
     run_free(&r);
+    cluster_free(c);
+}
+
+/* --status prints the records of a topic that was deleted (they apply to a topic created
+ * again under its name); a topic with neither is refused. */
+static void status_of_a_deleted_topic(void **state)
+{
+    (void)state;
+    cluster *c = cluster_new("events", 8);
+    announce_directly(c, "gone", 4, 6, 64, 0);
+    run_result r = run_expect(c, "--topic gone --status", 0);
+    assert_non_null(strstr(r.out, "gone/4->6 ringlane-growth 1 topic=gone from=4 to=6 "));
+    assert_non_null(strstr(r.err, "topic gone does not exist at "));
+    run_free(&r);
+    r = run_expect(c, "--topic never --status", 3);
+    assert_non_null(strstr(r.err, "--topic never: no such topic at "));
+    assert_non_null(strstr(r.err, "and no growth of it is recorded"));
+    assert_string_equal(r.out, "");
+    run_free(&r);
+    cluster_free(c);
+}
+
+/* An announced growth whose partitions were never made (CreatePartitions failed, the run
+ * was stopped): --pinned refuses to seal it, naming the counts, and the record stays
+ * announced (so --abort can still end it). */
+static void pinned_never_seals_missing_partitions(void **state)
+{
+    (void)state;
+    cluster *c = cluster_new("t2", 4);
+    uint32_t vnodes = rl__growth_record_vnodes("balanced", RL_VNODES_PROFILE);
+    announce_directly(c, "t2", 4, 6, vnodes, 120);
+    static const char *const runs[] = {
+        "--topic t2 --partitions 6 --profile balanced --vnodes default --pinned",
+        "--topic t2 --from 4 --partitions 6 --profile balanced --vnodes default --pinned",
+    };
+    for (size_t i = 0; i < 2; i++) {
+        run_result r = run_expect(c, runs[i], 3);
+        assert_non_null(strstr(r.err, "--partitions 6: topic t2 has 4 partitions, not 6: "
+                                      "t2/4->6 is not sealed"));
+        assert_string_equal(r.out, "");
+        run_free(&r);
+    }
+    rl__growth_record g;
+    assert_true(status_record(c, "t2", "t2/4->6", &g));
+    assert_int_equal(g.state, RL__GROWTH_ANNOUNCED);
+    assert_true(g.nonce == 0x0123456789abcdefull); /* not even taken over */
+    rl__growth_record_free(&g);
+    run_result r = run_expect(c, "--topic t2 --partitions 6 --abort", 0);
+    run_free(&r);
+    cluster_free(c);
+}
+
+/* Two --pinned runs at once: each takes the growth over with a nonce of its own, and exactly
+ * one seals; the other stops (exit 4) or finds it sealed. The record is sealed once. */
+static void two_pinned_runs_seal_once(void **state)
+{
+    (void)state;
+    for (int round = 0; round < 3; round++) {
+        cluster *c = cluster_new("events", 8);
+        for (int32_t p = 0; p < 6; p++)
+            produce(c, "events", p, 1 + p, NULL, "v");
+        announce_directly(c, "events", 6, 8, 64, 120);
+        child a = start(c, GROW_6_TO_8 " --pinned");
+        child b = start(c, GROW_6_TO_8 " --pinned");
+        run_result ra = finish(a), rb = finish(b);
+        int sealed = !!strstr(ra.out, "sealed events/6->8: points") +
+                     !!strstr(rb.out, "sealed events/6->8: points");
+        if (sealed != 1)
+            fail_msg("round %d: %d runs sealed\nA (exit %d): %s%s\nB (exit %d): %s%s", round,
+                     sealed, ra.status, ra.out, ra.err, rb.status, rb.out, rb.err);
+        for (int i = 0; i < 2; i++) {
+            const run_result *o = i ? &rb : &ra;
+            if (strstr(o->out, "sealed events/6->8: points"))
+                continue;
+            assert_true(o->status == 4 || (o->status == 0 && strstr(o->out, "is sealed already")));
+            /* Its message names the other run's nonce, never the announcer's. */
+            assert_null(strstr(o->err, "nonce 0123456789abcdef"));
+        }
+        run_free(&ra);
+        run_free(&rb);
+        rl__growth_record g;
+        assert_true(status_record(c, "events", "events/6->8", &g));
+        assert_int_equal(g.state, RL__GROWTH_SEALED);
+        assert_true(g.nonce != 0x0123456789abcdefull); /* the sealing run's own nonce */
+        rl__growth_record_free(&g);
+        cluster_free(c);
+    }
+}
+
+/* A leader that is down bounds the seal by --timeout: the high watermark of its partition
+ * cannot be read, the run stops with exit 1 (the record stays announced, resumable) instead
+ * of waiting for the broker to come back. */
+static void a_down_leader_is_bounded_by_the_timeout(void **state)
+{
+    (void)state;
+    cluster *c = cluster_new_brokers("events", 8, 3);
+    for (int32_t p = 0; p < 6; p++)
+        produce(c, "events", p, 2, NULL, "v");
+    /* Everything on broker 1 but partition 3, on broker 3, which goes down. */
+    for (int32_t p = 0; p < 8; p++)
+        assert_int_equal(rd_kafka_mock_partition_set_leader(c->mock, "events", p, p == 3 ? 3 : 1),
+                         0);
+    assert_int_equal(rd_kafka_mock_partition_set_leader(c->mock, RL__GROWTH_TOPIC, 0, 1), 0);
+    assert_int_equal(
+        rd_kafka_mock_coordinator_set(c->mock, "transaction", "ringlane-grow.events", 1), 0);
+    announce_directly(c, "events", 6, 8, 64, 120);
+    assert_int_equal(rd_kafka_mock_broker_set_down(c->mock, 3), 0);
+
+    /* The test's limit (--timeout 3 here) is 60 s: librdkafka's own request timeout, which
+     * the broken run waited for at least, is as long. */
+    child ch = start(c, GROW_6_TO_8 " --pinned --timeout 3");
+    int status = 0, waited_ms = 0;
+    while (waitpid(ch.pid, &status, WNOHANG) == 0 && waited_ms < 60000) {
+        struct timespec ts = {0, 100000000};
+        nanosleep(&ts, NULL);
+        waited_ms += 100;
+    }
+    if (waited_ms >= 60000) {
+        kill(ch.pid, SIGKILL);
+        run_result r = finish(ch);
+        run_free(&r);
+        fail_msg("ringlane grow --pinned --timeout 3 still ran after 60 s with a leader down");
+    }
+    /* finish() would wait again: read what it wrote instead. */
+    char *out = slurp(ch.out), *err = slurp(ch.err);
+    unlink(ch.out);
+    unlink(ch.err);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 1)
+        fail_msg("exit %d, want 1\nstdout: %s\nstderr: %s", WEXITSTATUS(status), out, err);
+    assert_non_null(strstr(err, "cannot read the high watermark"));
+    assert_null(strstr(out, "sealed"));
+    free(out);
+    free(err);
+    assert_int_equal(rd_kafka_mock_broker_set_up(c->mock, 3), 0);
+    rl__growth_record g;
+    assert_true(status_record(c, "events", "events/6->8", &g));
+    assert_int_equal(g.state, RL__GROWTH_ANNOUNCED);
+    rl__growth_record_free(&g);
     cluster_free(c);
 }
 
@@ -450,6 +684,10 @@ int main(void)
         cmocka_unit_test(a_killed_run_resumes),
         cmocka_unit_test(a_second_run_fences_the_first),
         cmocka_unit_test(abort_and_again),
+        cmocka_unit_test(status_of_a_deleted_topic),
+        cmocka_unit_test(pinned_never_seals_missing_partitions),
+        cmocka_unit_test(two_pinned_runs_seal_once),
+        cmocka_unit_test(a_down_leader_is_bounded_by_the_timeout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

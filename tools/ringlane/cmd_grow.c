@@ -8,11 +8,14 @@
  *   add       CreatePartitions, unless the partitions exist
  *   switch    --switch-wait for the producers (or stop here: --announce-only; or the operator
  *             has switched them: --pinned)
- *   seal      the old partitions' high watermarks, the record `sealed` (a transaction)
+ *   seal      the topic has P' partitions, the old partitions' high watermarks, the record
+ *             `sealed` (a transaction)
  *
- * Before each write the run reads the record again and goes on only if it is still the one it
- * saw or wrote (its nonce): with the transactional id's fencing at the broker, at most one run
- * owns a growth. */
+ * Every run draws a nonce of its own and takes the growth over by writing it (--pinned too).
+ * Before each write, and again inside the write's transaction, the run reads the record and
+ * goes on only if it is still the one it saw or wrote (its nonce) and not sealed: with the
+ * transactional id's fencing at the broker, at most one run owns a growth, and a sealed record
+ * is written once. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 #include "grow_kafka.h"
@@ -47,21 +50,24 @@ static const char usage[] =
     "  --switch-wait S        seconds the producers get to switch (631: metadata\n"
     "                         refresh, message timeout and request timeout at\n"
     "                         librdkafka's defaults, plus 1)\n"
-    "  --announce-only        announce and add the partitions, then stop: switch the\n"
-    "                         producers yourself, then run again with --pinned\n"
+    "  --announce-only        announce and add the partitions (or wait --announce-wait\n"
+    "                         when they existed), then stop: switch the producers\n"
+    "                         yourself, then run again with --pinned\n"
     "  --pinned               every producer routes over P2 and has drained: seal now\n"
+    "                         (the topic must have P2 partitions)\n"
     "  --announce-wait S      how long consumers get to see an announcement before\n"
-    "                         producers may use partitions that existed (60)\n"
+    "                         producers may use partitions that existed (60, at least 30)\n"
     "  --timeout S            the limit of each Kafka request (30)\n"
     "  --status               print the topic's growth records\n"
     "  --abort                end an announced growth that will not happen\n"
     "  -X NAME=VALUE          a librdkafka property for the command's clients\n"
-    "Exit status: 0 done, 1 a Kafka request failed (run it again to resume), 2 bad\n"
-    "arguments, 3 refused by the topic's state or records, 4 another run took the\n"
-    "growth over.\n";
+    "Exit status: 0 done, 1 a Kafka request failed or timed out (run it again to\n"
+    "resume), 2 bad arguments, 3 refused by the topic's state or records, 4 another\n"
+    "run took the growth over.\n";
 
 #define DEFAULT_SWITCH_WAIT_S 631  /* 300 s metadata refresh + 300 s message timeout + 30 s + 1 */
 #define DEFAULT_ANNOUNCE_WAIT_S 60 /* twice the longest re-read of a consumer's fence */
+#define MIN_ANNOUNCE_WAIT_S 30     /* the longest re-read of a consumer's fence */
 
 static const char *const cmd = "grow";
 
@@ -212,9 +218,56 @@ static int still_ours(grow_run *r, expected want)
     return CLI_EXIT_FENCED;
 }
 
-/* Writes the record in `state` with `nonce`, then reads it back until it is the key's last
- * committed record. 0, or the exit status. */
-static int write_record(grow_run *r, rl__growth_state state, uint64_t nonce, int64_t *points)
+/* What a write checks just before it produces and commits the record: the record read again
+ * is still the one this run saw or wrote, and not sealed. On a broker the transactional id
+ * fences an older run; the check also stops one the broker would not (the mock cluster, or a
+ * run that took the growth over since this one last read). */
+struct commit_check {
+    grow_run *r;
+    uint64_t nonce;
+    rl__growth_state state; /* the state being written */
+    int status;             /* the exit status when the check refuses */
+};
+
+static int before_commit(void *ctx)
+{
+    struct commit_check *c = ctx;
+    grow_run *r = c->r;
+    int rc = read_records(r);
+    if (rc) {
+        c->status = kafka_failed(r, rc);
+        return 1;
+    }
+    expected now = expected_of(r);
+    if (now.present && now.state == RL__GROWTH_SEALED) {
+        cli_error(cmd,
+                  "%s: sealed by another run (nonce %016" PRIx64 ") while this one wrote: a "
+                  "sealed record is never written again; this run stops",
+                  r->key, now.nonce);
+        c->status = CLI_EXIT_FENCED;
+        return 1;
+    }
+    /* An announcement (or an abort) takes over whatever record was there; a seal only the
+     * announcement this run wrote itself. */
+    if (c->state == RL__GROWTH_SEALED &&
+        !(now.present && now.nonce == c->nonce && now.state == RL__GROWTH_ANNOUNCED)) {
+        if (now.present)
+            cli_error(cmd,
+                      "%s: another run of ringlane grow took the growth over (its record is "
+                      "now %s, nonce %016" PRIx64 "): this run stops before it seals",
+                      r->key, rl__growth_state_name(now.state), now.nonce);
+        else
+            cli_error(cmd, "%s: the record this run wrote is gone: this run stops", r->key);
+        c->status = CLI_EXIT_FENCED;
+        return 1;
+    }
+    return 0;
+}
+
+/* Writes the record in `state` with `nonce` (timestamped timestamp_ms, 0: now), then reads it
+ * back until it is the key's last committed record. 0, or the exit status. */
+static int write_record(grow_run *r, rl__growth_state state, uint64_t nonce, int64_t *points,
+                        int64_t timestamp_ms)
 {
     rl__growth_record rec = {.from = r->from,
                              .to = r->to,
@@ -232,8 +285,12 @@ static int write_record(grow_run *r, rl__growth_state state, uint64_t nonce, int
         cli_error(cmd, "%s: cannot write the record: %s", r->key, why);
         return CLI_EXIT_FAILURE;
     }
-    int rc = grow_kafka_write(&r->k, r->key, value, r->err, sizeof r->err);
+    struct commit_check check = {r, nonce, state, 0};
+    int rc = grow_kafka_write(&r->k, r->key, value, timestamp_ms, before_commit, &check, r->err,
+                              sizeof r->err);
     free(value);
+    if (rc == GROW_KAFKA_REFUSED)
+        return check.status;
     if (rc)
         return kafka_failed(r, rc);
     /* Read back: a broker writes the transaction's markers after it answers the commit, so
@@ -361,6 +418,47 @@ static int find_from(grow_run *r, const char *from_text, int32_t count)
     return CLI_EXIT_REFUSED;
 }
 
+/* A growth is sealed (or its announce-only run ends) only once the topic has its P'
+ * partitions: a seal over partitions that do not exist would let producers route over P' and
+ * leave the topic with a record no count matches. 0, or the exit status. */
+static int check_partitions_exist(grow_run *r)
+{
+    int32_t count = 0;
+    int rc = grow_kafka_partition_count(&r->k, r->topic, &count, r->err, sizeof r->err);
+    if (rc)
+        return kafka_failed(r, rc);
+    if ((uint32_t)count != r->to) {
+        cli_error(cmd,
+                  "--partitions %" PRIu32 ": topic %s has %d partitions, not %" PRIu32
+                  ": %s is not sealed (run the command without --pinned to add the "
+                  "partitions, or end the growth with --abort)",
+                  r->to, r->topic, (int)count, r->to, r->key);
+        return CLI_EXIT_REFUSED;
+    }
+    return 0;
+}
+
+/* After CreatePartitions: waits (up to --timeout) until the metadata has the P' partitions. */
+static int wait_for_partitions(grow_run *r)
+{
+    int32_t count = 0;
+    for (int64_t waited = 0;; waited += 200) {
+        int rc = grow_kafka_partition_count(&r->k, r->topic, &count, r->err, sizeof r->err);
+        if (rc)
+            return kafka_failed(r, rc);
+        if ((uint32_t)count == r->to)
+            return 0;
+        if (waited >= r->k.timeout_ms)
+            break;
+        sleep_ms(200);
+    }
+    cli_error(cmd,
+              "%s: CreatePartitions answered, but the metadata shows %d partitions, not %" PRIu32
+              " after %d ms: the growth stays announced; run this command again",
+              r->key, (int)count, r->to, r->k.timeout_ms);
+    return CLI_EXIT_FAILURE;
+}
+
 typedef struct grow_opts {
     const char *partitions, *profile, *vnodes, *switch_wait, *from, *announce_wait;
     int pinned, announce_only;
@@ -437,12 +535,21 @@ static int grow(grow_run *r, const grow_opts *o, int32_t count, int64_t switch_w
                       r->key, age_ms / 1000, r->to, announce_wait_s);
             return CLI_EXIT_REFUSED;
         }
-        nonce = own->nonce; /* the seal below checks and keeps the announcement's owner */
+        /* Take the growth over with this run's own nonce: two --pinned runs then tell each
+         * other apart, and only the last to announce may seal. */
+        if ((rc = check_partitions_exist(r)) != 0)
+            return rc;
+        /* The announcement keeps its time: consumers have seen it since then. */
+        int64_t announced_ms = r->log.entries[i].timestamp_ms;
+        if ((rc = still_ours(r, expected_of(r))) != 0)
+            return rc;
+        if ((rc = write_record(r, RL__GROWTH_ANNOUNCED, nonce, NULL, announced_ms)) != 0)
+            return rc;
     } else {
         /* Announce (or take an interrupted announcement over). */
         if ((rc = still_ours(r, expected_of(r))) != 0)
             return rc;
-        if ((rc = write_record(r, RL__GROWTH_ANNOUNCED, nonce, NULL)) != 0)
+        if ((rc = write_record(r, RL__GROWTH_ANNOUNCED, nonce, NULL, 0)) != 0)
             return rc;
         printf("announced %s (profile %s, vnodes %" PRIu32 ", nonce %016" PRIx64 ")\n", r->key,
                r->profile, r->vnodes, nonce);
@@ -464,10 +571,15 @@ static int grow(grow_run *r, const grow_opts *o, int32_t count, int64_t switch_w
             }
             printf("added partitions %" PRIu32 "..%" PRIu32 " to %s\n", r->from, r->to - 1,
                    r->topic);
+            /* The brokers' metadata may lag the answer: none of them is used until every
+             * partition is there. */
+            if ((rc = wait_for_partitions(r)) != 0)
+                return rc;
         }
         if (o->announce_only) {
-            printf("now raise ringlane.partitions.used to %" PRIu32 " on every producer, wait "
-                   "until their queues are empty, then seal with --pinned\n",
+            printf("now raise ringlane.partitions.used to %" PRIu32 " on every producer "
+                   "(restart each with it, after it flushed its queue), then seal with "
+                   "--pinned\n",
                    r->to);
             return 0;
         }
@@ -476,7 +588,10 @@ static int grow(grow_run *r, const grow_opts *o, int32_t count, int64_t switch_w
         fflush(stdout);
         sleep_ms(switch_wait_s * 1000);
     }
-    /* Seal: the high watermarks, then the record, if the growth is still this run's. */
+    /* Seal: the partitions exist, the high watermarks, then the record, if the growth is
+     * still this run's. */
+    if ((rc = check_partitions_exist(r)) != 0)
+        return rc;
     int64_t *points = calloc(r->from, sizeof *points);
     if (!points)
         return cli_error(cmd, "out of memory"), CLI_EXIT_FAILURE;
@@ -487,7 +602,7 @@ static int grow(grow_run *r, const grow_opts *o, int32_t count, int64_t switch_w
     else
         rc = kafka_failed(r, rc);
     if (rc == 0)
-        rc = write_record(r, RL__GROWTH_SEALED, nonce, points);
+        rc = write_record(r, RL__GROWTH_SEALED, nonce, points, 0);
     if (rc == 0) {
         printf("sealed %s: points", r->key);
         for (uint32_t p = 0; p < r->from; p++)
@@ -498,9 +613,39 @@ static int grow(grow_run *r, const grow_opts *o, int32_t count, int64_t switch_w
     return rc;
 }
 
+/* --abort is refused once a new partition holds messages: producers routed over P' already,
+ * and those messages would no longer be held. 0, or the exit status. */
+static int check_new_partitions_empty(grow_run *r, uint32_t from)
+{
+    int32_t count = 0;
+    int rc = grow_kafka_partition_count(&r->k, r->topic, &count, r->err, sizeof r->err);
+    if (rc)
+        return kafka_failed(r, rc);
+    if ((uint32_t)count <= from) /* no new partition was made */
+        return 0;
+    int64_t *marks = calloc((size_t)count, sizeof *marks);
+    if (!marks)
+        return cli_error(cmd, "out of memory"), CLI_EXIT_FAILURE;
+    rc = grow_kafka_high_watermarks(&r->k, r->topic, count, marks, r->err, sizeof r->err);
+    for (uint32_t q = from; rc == 0 && q < (uint32_t)count && q < r->to; q++)
+        if (marks[q] > 0) {
+            cli_error(cmd,
+                      "--abort: partition %" PRIu32 " of %s holds %" PRId64 " messages: "
+                      "producers routed over %" PRIu32 " partitions already, and an abort "
+                      "would release them unordered; switch every producer and seal %s "
+                      "with --pinned instead",
+                      q, r->topic, marks[q], r->to, r->key);
+            free(marks);
+            return CLI_EXIT_REFUSED;
+        }
+    free(marks);
+    return rc ? kafka_failed(r, rc) : 0;
+}
+
 /* --abort: the announced growth of the topic to --partitions ends. */
 static int abort_growth(grow_run *r)
 {
+    const char *aborted = NULL; /* a record of the growth aborted already */
     for (size_t i = 0; i < r->log.n; i++) {
         const rl__growth_record *g = &r->records[i];
         if (r->why[i][0] || g->to != r->to)
@@ -512,22 +657,31 @@ static int abort_growth(grow_run *r)
                       r->log.entries[i].key);
             return CLI_EXIT_REFUSED;
         }
+        if (g->state == RL__GROWTH_ABORTED)
+            aborted = r->log.entries[i].key;
         if (g->state != RL__GROWTH_ANNOUNCED)
             continue;
         snprintf(r->key, sizeof r->key, "%s", r->log.entries[i].key);
+        int rc = check_new_partitions_empty(r, g->from);
+        if (rc)
+            return rc;
         r->from = g->from;
         r->profile = g->profile;
         r->vnodes = g->vnodes;
         r->ring_from = g->ring_from;
         r->ring_to = g->ring_to;
-        int rc = still_ours(r, (expected){1, g->nonce, RL__GROWTH_ANNOUNCED});
+        rc = still_ours(r, (expected){1, g->nonce, RL__GROWTH_ANNOUNCED});
         if (rc == 0)
-            rc = write_record(r, RL__GROWTH_ABORTED, new_nonce(), NULL);
+            rc = write_record(r, RL__GROWTH_ABORTED, new_nonce(), NULL, 0);
         if (rc == 0)
             printf("aborted %s: nothing is held for it; no producer may route over %" PRIu32
                    " partitions on its account\n",
                    r->key, r->to);
         return rc;
+    }
+    if (aborted) {
+        printf("%s is aborted already: nothing to do\n", aborted);
+        return 0;
     }
     cli_error(cmd, "--abort: no growth of %s to %" PRIu32 " partitions is announced", r->topic,
               r->to);
@@ -564,6 +718,12 @@ static int take_props(int *argc, char **argv, const char **props, size_t *nprops
     }
     *argc = out;
     return 0;
+}
+
+/* A count as a growth record writes it: no leading zero (the codec refuses "08"). */
+static int count_text_ok(const char *text)
+{
+    return !(text[0] == '0' && text[1] != '\0');
 }
 
 static int parse_seconds(const char *option, const char *text, long long min, long long max,
@@ -616,6 +776,15 @@ int cmd_grow(int argc, char **argv)
     if (rc == 0 && !rl__growth_topic_valid(topic, strlen(topic)))
         rc = cli_usage_error(cmd, "--topic '%s': a topic name is 1..249 of a-z A-Z 0-9 . _ -",
                              topic);
+    if (rc == 0 && strncmp(topic, "__", 2) == 0)
+        rc = cli_usage_error(cmd,
+                             "--topic %s: %s; ringlane grow grows only the topics producers "
+                             "write keyed messages to",
+                             topic,
+                             strncmp(topic, "__ringlane_", 11) == 0
+                                 ? "a topic of ringlane's own (the growth records live in "
+                                   "__ringlane_growth)"
+                                 : "a name starting with __ is Kafka's own internal topic");
     if (rc == 0 && status + abort_ > 1)
         rc = cli_usage_error(cmd, "--status and --abort go alone");
     if (rc == 0 && status &&
@@ -630,9 +799,13 @@ int cmd_grow(int argc, char **argv)
                                   "--partitions, --timeout and -X");
     if (rc == 0 && !status && !o.partitions)
         rc = cli_usage_error(cmd, "--partitions is required (see --help)");
-    if (rc == 0 && o.partitions && cli_parse_u64(o.partitions, 2, CLI_PARTITIONS_MAX, &to) != 0)
-        rc = cli_usage_error(cmd, "--partitions %s: expected a count 2..%d", o.partitions,
-                             CLI_PARTITIONS_MAX);
+    if (rc == 0 && o.partitions &&
+        (!count_text_ok(o.partitions) ||
+         cli_parse_u64(o.partitions, 2, CLI_PARTITIONS_MAX, &to) != 0))
+        rc = cli_usage_error(cmd,
+                             "--partitions %s: expected a count 2..%d (no sign, no leading "
+                             "zero, as a growth record writes it)",
+                             o.partitions, CLI_PARTITIONS_MAX);
     if (rc == 0 && !status && !abort_) {
         if (!o.profile || !o.vnodes)
             rc = cli_usage_error(cmd,
@@ -660,8 +833,18 @@ int cmd_grow(int argc, char **argv)
             rc = parse_seconds("--switch-wait", o.switch_wait, 1, 2592000, &switch_wait_s);
         if (rc == 0 && o.announce_wait)
             rc = parse_seconds("--announce-wait", o.announce_wait, 0, 3600, &announce_wait_s);
-        if (rc == 0 && o.from && cli_parse_u64(o.from, 1, to - 1, &from) != 0)
-            rc = cli_usage_error(cmd, "--from %s: expected a count 1..%llu (below --partitions)",
+        if (rc == 0 && announce_wait_s < MIN_ANNOUNCE_WAIT_S)
+            rc = cli_usage_error(cmd,
+                                 "--announce-wait %s: at least %d s: consumers re-read the "
+                                 "growth records every 10-30 s, and a shorter wait lets "
+                                 "producers route over the new partitions before every "
+                                 "consumer has seen the announcement",
+                                 o.announce_wait, MIN_ANNOUNCE_WAIT_S);
+        if (rc == 0 && o.from &&
+            (!count_text_ok(o.from) || cli_parse_u64(o.from, 1, to - 1, &from) != 0))
+            rc = cli_usage_error(cmd,
+                                 "--from %s: expected a count 1..%llu (below --partitions; no "
+                                 "sign, no leading zero)",
                                  o.from, to - 1);
     }
     if (rc == 0 && timeout)
@@ -686,19 +869,33 @@ int cmd_grow(int argc, char **argv)
         rc = grow_kafka_partition_count(&r.k, topic, &count, r.err, sizeof r.err);
     if (rc) {
         rc = kafka_failed(&r, rc);
-    } else if (count == 0) {
+    } else if (count == 0 && !status) {
         cli_error(cmd, "--topic %s: no such topic at %s", topic, bootstrap);
         rc = CLI_EXIT_REFUSED;
     } else if (status) {
+        /* A deleted topic's records still apply to a topic created again under its name:
+         * they are printed, so that they can be found and removed. */
         int32_t records = 0;
         rc = grow_kafka_partition_count(&r.k, RL__GROWTH_TOPIC, &records, r.err, sizeof r.err);
-        if (rc == 0 && records == 0)
+        if (rc == 0 && records > 0)
+            rc = read_records(&r);
+        if (rc) {
+            rc = kafka_failed(&r, rc);
+        } else if (count == 0 && r.log.n == 0) {
+            cli_error(cmd, "--topic %s: no such topic at %s, and no growth of it is recorded",
+                      topic, bootstrap);
+            rc = CLI_EXIT_REFUSED;
+        } else if (records == 0) {
             fprintf(stderr, "ringlane grow: no growth is recorded (no %s topic)\n",
                     RL__GROWTH_TOPIC);
-        else if (rc == 0 && (rc = read_records(&r)) == 0)
+        } else {
+            if (count == 0)
+                fprintf(stderr,
+                        "ringlane grow: topic %s does not exist at %s (deleted?); its growth "
+                        "records apply to a topic created again under its name\n",
+                        topic, bootstrap);
             rc = print_status(&r);
-        else
-            rc = kafka_failed(&r, rc);
+        }
     } else {
         rc = grow_kafka_ensure_record_topic(&r.k, r.err, sizeof r.err);
         if (rc == 0)

@@ -353,14 +353,25 @@ int grow_kafka_read_log(grow_kafka *k, const char *topic, grow_log *out, char *e
     return rc;
 }
 
-int grow_kafka_write(grow_kafka *k, const char *key, const char *value, char *err, size_t size)
+int grow_kafka_write(grow_kafka *k, const char *key, const char *value, int64_t timestamp_ms,
+                     int (*check)(void *ctx), void *ctx, char *err, size_t size)
 {
     rd_kafka_error_t *e = rd_kafka_begin_transaction(k->writer);
     if (e)
         return txn_error(e, "cannot begin a transaction", err, size);
+    /* The check inside the transaction, before the record is produced: a reader may see an
+     * uncommitted record where no transaction markers are written (the mock cluster). */
+    if (check && check(ctx)) {
+        snprintf(err, size, "the record was not written");
+        rd_kafka_error_t *a = rd_kafka_abort_transaction(k->writer, k->timeout_ms);
+        if (a)
+            rd_kafka_error_destroy(a);
+        return GROW_KAFKA_REFUSED;
+    }
     rd_kafka_resp_err_t pe = rd_kafka_producev(
         k->writer, RD_KAFKA_V_TOPIC(RL__GROWTH_TOPIC), RD_KAFKA_V_PARTITION(0),
         RD_KAFKA_V_KEY(key, strlen(key)), RD_KAFKA_V_VALUE((void *)value, strlen(value)),
+        RD_KAFKA_V_TIMESTAMP(timestamp_ms > 0 ? timestamp_ms : 0),
         RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
     if (pe) {
         snprintf(err, size, "cannot write the record: %s", rd_kafka_err2str(pe));
@@ -383,18 +394,33 @@ int grow_kafka_write(grow_kafka *k, const char *key, const char *value, char *er
 int grow_kafka_high_watermarks(grow_kafka *k, const char *topic, int32_t n, int64_t *out, char *err,
                                size_t size)
 {
-    for (int32_t p = 0; p < n; p++) {
-        int64_t lo = -1, hi = -1;
-        rd_kafka_resp_err_t e =
-            rd_kafka_query_watermark_offsets(k->marks, topic, p, &lo, &hi, k->timeout_ms);
-        if (e || hi < 0) {
-            snprintf(err, size, "cannot read the high watermark of %s [%d]: %s", topic, (int)p,
-                     rd_kafka_err2str(e));
-            return GROW_KAFKA_FAILED;
-        }
-        out[p] = hi;
+    /* rd_kafka_offsets_for_times, not rd_kafka_query_watermark_offsets: the latter waits for
+     * the leader's answer however long it takes (librdkafka 2.0.2 checks no deadline), so a
+     * leader that is down held it until the broker came back. ListOffsets at the latest
+     * timestamp answers the high watermark (read uncommitted), and the call gives up at the
+     * timeout. */
+    rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(n > 0 ? n : 1);
+    for (int32_t p = 0; p < n; p++)
+        rd_kafka_topic_partition_list_add(parts, topic, p)->offset = RD_KAFKA_OFFSET_END;
+    rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(k->marks, parts, k->timeout_ms);
+    int rc = 0;
+    if (e) {
+        snprintf(err, size, "cannot read the high watermarks of %s within %d ms: %s", topic,
+                 k->timeout_ms, rd_kafka_err2str(e));
+        rc = GROW_KAFKA_FAILED;
     }
-    return 0;
+    for (int32_t p = 0; rc == 0 && p < n; p++) {
+        const rd_kafka_topic_partition_t *t = rd_kafka_topic_partition_list_find(parts, topic, p);
+        if (!t || t->err || t->offset < 0) {
+            snprintf(err, size, "cannot read the high watermark of %s [%d]: %s", topic, (int)p,
+                     rd_kafka_err2str(t ? t->err : RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION));
+            rc = GROW_KAFKA_FAILED;
+        } else {
+            out[p] = t->offset;
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(parts);
+    return rc;
 }
 
 int grow_kafka_create_partitions(grow_kafka *k, const char *topic, int32_t total, char *err,

@@ -11,8 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GROW_KAFKA_FAILED (-1) /* a request failed or timed out */
-#define GROW_KAFKA_FENCED (-2) /* another run's producer has the transactional id now */
+#define GROW_KAFKA_FAILED (-1)  /* a request failed or timed out */
+#define GROW_KAFKA_FENCED (-2)  /* another run's producer has the transactional id now */
+#define GROW_KAFKA_REFUSED (-3) /* a write's check before its commit said no */
 
 typedef struct grow_kafka {
     rd_kafka_t *reader; /* no group, read_committed: records, metadata, the admin API */
@@ -61,10 +62,15 @@ int grow_kafka_read_log(grow_kafka *k, const char *topic, grow_log *out, char *e
 void grow_log_free(grow_log *log);
 const grow_entry *grow_log_find(const grow_log *log, const char *key);
 
-/* Writes key = value in one transaction (GROW_KAFKA_FENCED when fenced). */
-int grow_kafka_write(grow_kafka *k, const char *key, const char *value, char *err, size_t size);
+/* Writes key = value in one transaction (GROW_KAFKA_FENCED when fenced), its CreateTime
+ * timestamp_ms (0: now). check(ctx), when given, runs in the transaction just before the record
+ * is produced and committed: nonzero aborts the transaction and returns GROW_KAFKA_REFUSED (the
+ * check reports why). */
+int grow_kafka_write(grow_kafka *k, const char *key, const char *value, int64_t timestamp_ms,
+                     int (*check)(void *ctx), void *ctx, char *err, size_t size);
 
-/* The high watermarks of partitions 0..n-1 (read uncommitted: open transactions lie below). */
+/* The high watermarks of partitions 0..n-1 (read uncommitted: open transactions lie below),
+ * within the request timeout even when a partition's leader is down. */
 int grow_kafka_high_watermarks(grow_kafka *k, const char *topic, int32_t n, int64_t *out, char *err,
                                size_t size);
 
