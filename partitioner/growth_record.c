@@ -113,7 +113,7 @@ static size_t word_len(const cursor *c)
 int rl__growth_key_parse(const char *key, size_t len, char topic[RL__GROWTH_TOPIC_MAX + 1],
                          uint32_t *from, uint32_t *to, const char **why)
 {
-    static const char *ignored;
+    const char *ignored; /* a local: the parser runs on several threads at once */
     if (!why)
         why = &ignored;
     if (!key || !topic || !from || !to)
@@ -172,7 +172,7 @@ static const char *record_why(const rl__growth_record *r)
 
 char *rl__growth_value_format(const rl__growth_record *r, const char **why)
 {
-    static const char *ignored;
+    const char *ignored; /* a local: the parser runs on several threads at once */
     if (!why)
         why = &ignored;
     if (!r)
@@ -281,7 +281,7 @@ static const char *parse_fields(cursor *c, rl__growth_record *out)
 
 int rl__growth_value_parse(const char *text, size_t len, rl__growth_record *out, const char **why)
 {
-    static const char *ignored;
+    const char *ignored; /* a local: the parser runs on several threads at once */
     if (!why)
         why = &ignored;
     if (!out)
