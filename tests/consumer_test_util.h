@@ -125,12 +125,14 @@ static void producer_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
         atomic_fetch_add(&p->delivered, 1);
 }
 
-/* An idempotent producer with the ring partitioner: retries keep order, never duplicate. */
-static inline void producer_start(producer *p, const cluster *k)
+/* An idempotent producer with the ring partitioner (options o, NULL for the defaults):
+ * retries keep order, never duplicate. */
+static inline void producer_start_with(producer *p, const cluster *k,
+                                       const rl_kafka_partitioner_options *o)
 {
     atomic_init(&p->delivered, 0);
     atomic_init(&p->failed, 0);
-    assert_rl_ok(rl_kafka_partitioner_new(NULL, &p->part));
+    assert_rl_ok(rl_kafka_partitioner_new(o, &p->part));
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     conf_set_ok(conf, "bootstrap.servers", k->bootstraps);
     conf_set_ok(conf, "linger.ms", "5");
@@ -146,6 +148,11 @@ static inline void producer_start(producer *p, const cluster *k)
     p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
     if (!p->rk)
         fail_msg("producer: %s", err);
+}
+
+static inline void producer_start(producer *p, const cluster *k)
+{
+    producer_start_with(p, k, NULL);
 }
 
 /* Produces any key and value (NULL key allowed); waits while librdkafka's queue is full. */

@@ -30,28 +30,12 @@
 
 static void producer_start_used(producer *p, const cluster *kc, int used)
 {
-    atomic_init(&p->delivered, 0);
-    atomic_init(&p->failed, 0);
     rl_kafka_partitioner_options o;
     rl_kafka_partitioner_options_init(&o);
     char v[16];
     snprintf(v, sizeof v, "%d", used);
     assert_rl_ok(rl_kafka_partitioner_option_set(&o, "partitions.used", v, NULL, 0));
-    assert_rl_ok(rl_kafka_partitioner_new(&o, &p->part));
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    conf_set_ok(conf, "bootstrap.servers", kc->bootstraps);
-    conf_set_ok(conf, "linger.ms", "5");
-    conf_set_ok(conf, "enable.idempotence", "true");
-    rd_kafka_topic_conf_t *tconf = rd_kafka_topic_conf_new();
-    assert_rl_ok(rl_kafka_partitioner_install(p->part, tconf));
-    rd_kafka_conf_set_default_topic_conf(conf, tconf);
-    rd_kafka_conf_set_dr_msg_cb(conf, producer_dr);
-    rd_kafka_conf_set_opaque(conf, p);
-    rd_kafka_conf_set_log_cb(conf, quiet_log);
-    char err[512];
-    p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
-    if (!p->rk)
-        fail_msg("producer: %s", err);
+    producer_start_with(p, kc, &o);
 }
 
 /* Writes key = value (NULL: a tombstone) to __ringlane_growth, as `ringlane grow` would (it
