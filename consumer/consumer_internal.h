@@ -37,6 +37,9 @@ typedef struct rl__part {
     int32_t partition;
     int64_t tag;    /* the dispatcher tag of its jobs: topic index << 32 | partition */
     uint32_t epoch; /* bumped at every assign and revoke */
+    /* The epoch whose jobs a blocking handler may still start: the assignment's, until its
+     * revoke or loss begins (then 0, no job's). The lane workers read it (flow.c). */
+    atomic_uint start_epoch;
     bool assigned;
     bool paused;      /* by us, for backpressure */
     bool window_full; /* the last refusal was the window's: retry when an offset completes */
@@ -108,6 +111,9 @@ typedef struct rl__cjob {
     uint64_t taken_ms;              /* the loop's time when the consumer took it */
     atomic_uint failures; /* handler calls that failed (asynchronous: before the last start) */
     atomic_bool running;  /* a blocking handler is in its call now */
+    /* Its partition's revoke or loss had begun when a worker took it: the handler was not
+     * called. Written by the worker before the job ends, read in rl__job_done. */
+    bool not_started;
     struct rl__cjob *batch_next; /* the next job of its asynchronous batch (same ticket) */
     struct rl__cjob *fnext;      /* held by the growth fence: the next of its queue */
     uint32_t fsrc;               /* ... whose source partition is this */
@@ -251,6 +257,7 @@ void rl__drain_pending(rl_consumer_t *c, rl__part *p);
 void rl__drain_all_pending(rl_consumer_t *c);
 void rl__complete(rl_consumer_t *c, rl__part *p, int64_t offset);
 int rl__job_handler(rl_dispatcher_t *d, rl_dispatch_job *job);
+void rl__stop_starts(rl__part *p); /* a revoke or loss begins: no handler call starts after */
 void rl__job_async(rl_dispatcher_t *d, rl_dispatch_job *job);
 int rl__job_batch_handler(rl_dispatcher_t *d, rl_dispatch_job *const *jobs, size_t n, int *status);
 void rl__job_async_batch(rl_dispatcher_t *d, rl_dispatch_job *const *jobs, size_t n);

@@ -291,10 +291,29 @@ void rl__complete(rl_consumer_t *c, rl__part *p, int64_t offset)
 
 /* --- the dispatcher's callbacks --- */
 
+/* A worker may have taken a job from its lane a moment before the loop began the partition's
+ * revoke or loss: rl_dispatch_take_tag cannot take it back, and a lost partition's jobs in
+ * flight are not waited for. Without this look its handler would begin after on_rebalance said
+ * REVOKED or LOST, when the partition may be someone else's. The loop stores before it takes
+ * the jobs back; the worker loads after it took the job. */
+void rl__stop_starts(rl__part *p)
+{
+    atomic_store_explicit(&p->start_epoch, 0, memory_order_seq_cst);
+}
+
+static bool may_start(const rl__cjob *j)
+{
+    return atomic_load_explicit(&j->part->start_epoch, memory_order_seq_cst) == j->epoch;
+}
+
 int rl__job_handler(rl_dispatcher_t *d, rl_dispatch_job *job)
 {
     rl_consumer_t *c = rl_dispatch_get_data(d);
     rl__cjob *j = job->data;
+    if (!may_start(j)) {
+        j->not_started = true; /* rl__job_done counts it stale: the next owner reads it */
+        return 0;
+    }
     atomic_store_explicit(&j->running, true, memory_order_relaxed);
     int rc = c->opts.handler(c, j->msg, job->attempts + 1);
     if (rc)
@@ -306,6 +325,14 @@ int rl__job_handler(rl_dispatcher_t *d, rl_dispatch_job *job)
 int rl__job_batch_handler(rl_dispatcher_t *d, rl_dispatch_job *const *jobs, size_t n, int *status)
 {
     rl_consumer_t *c = rl_dispatch_get_data(d);
+    bool start = true; /* a batch's jobs are of one tag (one partition): all or none */
+    for (size_t i = 0; i < n && start; i++)
+        start = may_start(jobs[i]->data);
+    if (!start) {
+        for (size_t i = 0; i < n; i++)
+            ((rl__cjob *)jobs[i]->data)->not_started = true;
+        return 0;
+    }
     const rd_kafka_message_t *msgs[RL_DISPATCH_BATCH_MAX];
     for (size_t i = 0; i < n; i++)
         msgs[i] = ((rl__cjob *)jobs[i]->data)->msg;
@@ -429,7 +456,7 @@ void rl__job_done(rl_dispatcher_t *d, rl_dispatch_job *job, int outcome)
     j->live = false;
     if (p->revoking)
         rl__revoke_kick(c);
-    bool current = p->assigned && p->epoch == j->epoch && !j->abandoned;
+    bool current = p->assigned && p->epoch == j->epoch && !j->abandoned && !j->not_started;
     if (outcome == RL_DISPATCH_RETURNED) {
         c->stats.returned++;
     } else if (!current) {

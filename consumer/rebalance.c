@@ -141,6 +141,7 @@ static void assign(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts)
         if (p->assigned)
             continue;
         p->epoch++;
+        atomic_store_explicit(&p->start_epoch, p->epoch, memory_order_release);
         p->assigned = true;
         p->window_full = false;
         rl__offsets_reset(&p->win);
@@ -652,6 +653,7 @@ static void release(rl_consumer_t *c, rd_kafka_topic_partition_list_t *parts, bo
      * did). Queued jobs go before the wait, so that it is for the ones already running. */
     for (size_t i = 0; i < n; i++) {
         mine[i]->revoking = true;
+        rl__stop_starts(mine[i]);
         rl__msgq_clear(&mine[i]->pending);
         rl__growth_fence_drop(c, mine[i]);
     }
@@ -781,6 +783,7 @@ static void revoke_begin(rl_consumer_t *c, rd_kafka_topic_partition_list_t *part
     r->active = true;
     for (size_t i = 0; i < r->n; i++) {
         r->mine[i]->revoking = true;
+        rl__stop_starts(r->mine[i]);
         rl_dispatch_take_tag(c->d, r->mine[i]->tag, NULL);
         rl__msgq_clear(&r->mine[i]->pending);
         rl__growth_fence_drop(c, r->mine[i]);

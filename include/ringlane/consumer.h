@@ -40,7 +40,10 @@
  * and its next owner reads again from the last offset the group did commit, so messages handled
  * since are handled twice (at-least-once). An assignment epoch makes completions that arrive
  * after the revoke count for nothing. Lost partitions (the group moved on without us) commit
- * nothing.
+ * nothing. Once a revoke or loss begins, no handler call for the partition's messages starts:
+ * one a lane worker had taken but not yet called the handler for is dropped unhandled
+ * (stats.stale; the next owner reads it), and a call already under way runs to its end (a
+ * loss does not wait for it).
  * With a blocking handler the revoke waits inside librdkafka's rebalance callback. With an
  * asynchronous one it cannot (the completions may come from the loop it would block): the
  * callback takes the queued messages back and returns without releasing the partitions, the
@@ -427,7 +430,7 @@ typedef struct rl_consumer_stats {
     uint64_t null_keys;     /* messages without a key */
     uint64_t bad_keys;      /* keys too long or not hashable: dead-lettered */
     uint64_t refetched;     /* messages librdkafka delivered again after a resume, dropped */
-    uint64_t stale;         /* completions of a revoked assignment, ignored */
+    uint64_t stale;         /* ends of a revoked or lost assignment (or unstarted), ignored */
     uint64_t returned;      /* queued messages handed back at a revoke (read again later) */
     uint64_t pauses, resumes;
     uint64_t assigned, revoked, lost; /* partitions, per rebalance event */
