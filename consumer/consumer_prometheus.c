@@ -58,6 +58,16 @@ static const counter_metric counters[] = {
      "Times a message found the rate limit's bucket empty and was kept.", STAT(rate_limited)},
     {"ringlane_consumer_rate_pauses_total",
      "Pauses of a partition whose backlog waited for the rate limit.", STAT(rate_pauses)},
+    {"ringlane_consumer_growth_held_total",
+     "Messages the growth fence held (a moved key's, or a partition's held whole).",
+     STAT(growth_held)},
+    {"ringlane_consumer_growth_released_total",
+     "Moved keys' messages the growth fence held and then let go on.", STAT(growth_released)},
+    {"ringlane_consumer_growth_unrouted_total",
+     "Messages of a grown partition the producers' ring did not put there: not held.",
+     STAT(growth_unrouted)},
+    {"ringlane_consumer_growth_read_errors_total", "Reads of the growth records that failed.",
+     STAT(growth_read_errors)},
 };
 
 /* A partition's gauge; a negative value (unknown) has no sample. */
@@ -173,6 +183,14 @@ static void write_consumer(rl__json *o, const rl_consumer_stats *s,
         rl__prom_u64(o, counters[m].name,
                      *(const uint64_t *)(const void *)((const char *)s + counters[m].offset));
     }
+    rl__prom_metric_u64(o, "ringlane_consumer_growth_records", "gauge",
+                        "Growth records in the last complete read (every topic's).",
+                        s->growth_records);
+    rl__prom_metric_u64(o, "ringlane_consumer_growth_waiting", "gauge",
+                        "Moved keys' messages the growth fence holds now.", s->growth_waiting);
+    rl__prom_metric_double(o, "ringlane_consumer_growth_hold_seconds_total", "counter",
+                           "Time the released messages were held by the growth fence, summed.",
+                           (double)s->growth_hold_ms / 1e3);
     for (size_t m = 0; m < sizeof partition_metrics / sizeof partition_metrics[0]; m++) {
         const partition_metric *pm = &partition_metrics[m];
         bool started = false;

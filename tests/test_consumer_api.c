@@ -400,6 +400,9 @@ static void stats_on_a_timer(void **state)
     assert_non_null(strstr(last_stats, "\"dispatcher\":{\"lanes\":2,"));
     assert_non_null(strstr(last_stats, "\"removed_lanes\":{\"lanes\":0,"));
     assert_non_null(strstr(last_stats, "\"lane_list\":\"all\""));
+    /* The growth fence's counters are there (0: it is off). */
+    assert_non_null(strstr(last_stats, "\"growth_held\":0,\"growth_released\":0,"));
+    assert_non_null(strstr(last_stats, "\"growth_hold_ms\":0,\"partition\":["));
 
     char *buf = malloc(65536);
     assert_non_null(buf);
@@ -407,6 +410,9 @@ static void stats_on_a_timer(void **state)
     assert_int_equal(rl_consumer_stats_prometheus(c, 16, buf, 65536, &len), 0);
     assert_int_equal(strlen(buf), len);
     assert_non_null(strstr(buf, "# TYPE ringlane_consumer_consumed_total counter\n"));
+    assert_non_null(strstr(buf, "\nringlane_consumer_growth_held_total 0\n"));
+    assert_non_null(strstr(buf, "\nringlane_consumer_growth_waiting 0\n"));
+    assert_non_null(strstr(buf, "\nringlane_consumer_growth_hold_seconds_total 0"));
     assert_non_null(strstr(buf, "\nringlane_consumer_partitions 0\n"));
     assert_non_null(strstr(buf, "\nringlane_dispatch_lanes 2\n"));
     assert_non_null(strstr(buf, "ringlane_dispatch_lane_queued{lane=\"lane-b\"} 0\n"));
