@@ -133,7 +133,8 @@ static void usage(FILE *f)
         "         [--group G] [--name NAME] [--lanes N] [--assignor cooperative-sticky|range]\n"
         "         [--dlq-topic T] [--work-us U] [--idle-exit S] [--replication-factor F]\n"
         "         [--session-timeout-ms MS] [--offset-map-max-bytes N] [--cycles N]\n"
-        "         [--record FILE] [--no-progress]\n"
+        "         [--record FILE] [--no-progress] [--key-base B] [--seq-base S]\n"
+        "         [--partitions-used N] [--growth-fence]\n"
         "Without --bootstrap-servers: librdkafka's mock cluster (3 brokers) in this process.\n"
         "--role cluster runs only that mock cluster: it prints \"ready bootstrap.servers=LIST\",\n"
         "then reads commands on stdin: down N, up N (broker N), topic NAME PARTITIONS, quit,\n"
@@ -145,7 +146,12 @@ static void usage(FILE *f)
         "--record FILE appends what the process produced, handled and saw committed.\n"
         "--offset-map-max-bytes N sets the consumers' offset map limit (0: no offset map).\n"
         "--cycles N runs the changes N times over the run (for soaks; the table lists the\n"
-        "first cycle's).\n",
+        "first cycle's).\n"
+        "A producer's --key-base B names its keys user:B.. (to split keys between producers),\n"
+        "--seq-base S starts each key's sequence numbers at S (a producer that takes over\n"
+        "from an earlier one), --partitions-used N routes over the topic's first N partitions\n"
+        "(ringlane.partitions.used, for a growth: docs/partition_growth.md). A consumer's\n"
+        "--growth-fence turns on its growth fence (growth_fence).\n",
         f);
 }
 
@@ -182,6 +188,9 @@ static int parse_args(int argc, char **argv)
             exit(0);
         } else if (strcmp(a, "--no-progress") == 0) {
             app.progress = false;
+            continue;
+        } else if (strcmp(a, "--growth-fence") == 0) {
+            app.growth_fence = true;
             continue;
         } else if (!v) {
             bad = 1;
@@ -234,6 +243,14 @@ static int parse_args(int argc, char **argv)
         } else if (strcmp(a, "--cycles") == 0) {
             bad = parse_long(v, 1, 100000, &n);
             app.cycles = (int)n;
+        } else if (strcmp(a, "--key-base") == 0) {
+            bad = parse_long(v, 0, 1000000, &n);
+            app.key_base = (int)n;
+        } else if (strcmp(a, "--seq-base") == 0) {
+            bad = parse_long(v, 0, 1000000000, &app.seq_base);
+        } else if (strcmp(a, "--partitions-used") == 0) {
+            bad = parse_long(v, 1, DEMO_PARTITIONS_MAX, &n);
+            app.partitions_used = (int)n;
         } else if (strcmp(a, "--replication-factor") == 0) {
             bad = parse_long(v, 1, 16, &n);
             app.replication = (int)n;
@@ -1025,8 +1042,8 @@ int main(int argc, char **argv)
                 "1..3)\n",
                 MOCK_BROKERS, app.servers, app.topic, app.partitions);
     if (!consumer_role && !cluster_role)
-        printf("producer: %ld events over keys user:0..user:%d at %ld/s (0: unlimited) to %s\n",
-               app.messages, app.keys - 1, app.rate, app.topic);
+        printf("producer: %ld events over keys user:%d..user:%d at %ld/s (0: unlimited) to %s\n",
+               app.messages, app.key_base, app.key_base + app.keys - 1, app.rate, app.topic);
     if (strcmp(app.role, "producer") != 0 && !cluster_role)
         printf("consumers: group %s, %s, %d lanes each (%s..lane-%c), dead letters to %s\n",
                app.group, app.assignor, app.lanes, app.lane_names[0], 'a' + app.lanes - 1,

@@ -28,7 +28,7 @@ typedef struct demo_check {
                       a key's check restarts when its partition is assigned here again */
     _Atomic int64_t *next; /* per key: the sequence number expected next (-1: not anchored) */
     atomic_int *busy;      /* per key: a handler has it now */
-    _Atomic uint32_t *gen; /* per key: its partition's assignment count when last seen */
+    _Atomic uint32_t *gen; /* per key: partition << 24 | its assignment count, when last seen */
     atomic_uint part_gen[DEMO_PARTITIONS_MAX];
     atomic_int phase;       /* the change in progress (for duplicates) */
     atomic_long handled;    /* handler calls that succeeded on keyed events */
@@ -122,6 +122,10 @@ typedef struct demo {
     const char *record;        /* --record FILE: what this process produced or handled */
     int record_fd;             /* -1: none */
     int cycles;                /* times the change script runs over the run (--cycles) */
+    int key_base;              /* --key-base: the producer's keys are user:<key_base + k> */
+    long seq_base;             /* --seq-base: each key's first sequence number */
+    int partitions_used;       /* --partitions-used: ringlane.partitions.used, 0: unset */
+    bool growth_fence;         /* --growth-fence: the consumers' growth_fence */
     bool progress, mock_mode;
     uint64_t run;
     char group_buf[64], dlq_buf[300];
@@ -152,8 +156,8 @@ void demo_sleep_ms(unsigned ms);
  *   P <t> <key> <seq> <partition> <offset>     produced and acknowledged (delivery report)
  *   A <t> <partition> <generation>             assigned here (the generation counts them)
  *   R <t> <partition> / L <t> <partition>      revoked (after its final commit) / lost
- *   H <t> <key> <seq> <partition> <offset> <generation>   handled (written before the
- *                                                         handler returns)
+ *   H <t> <key> <seq> <partition> <offset> <generation> <start>   handled (written before
+ *                                          the handler returns; start: when it began)
  *   D <t> <key> <seq> <partition> <offset>     dead-lettered (before its offset completes)
  *   C <t> <partition> <offset>                 a commit the group acknowledged
  *   F <t> <count>                              commits refused so far (when it grows)

@@ -87,9 +87,12 @@ int demo_check_message(demo_check *ck, const rd_kafka_message_t *m)
     spin_us(atomic_load_explicit(&ck->work_us, memory_order_relaxed));
     int64_t next = atomic_load(&ck->next[k]);
     if (ck->anchored && m->partition >= 0 && m->partition < DEMO_PARTITIONS_MAX) {
-        /* Its partition came (back) to this process: another one may have handled the part in
-         * between, so the key's check starts again here. */
-        uint32_t g = atomic_load(&ck->part_gen[m->partition]);
+        /* Its partition came (back) to this process, or the key came in another partition (a
+         * topic that grew moves keys to new partitions): another process may have handled the
+         * part in between, so the key's check starts again here. The partition is part of the
+         * mark: two partitions' assignment counts may be equal. */
+        uint32_t g =
+            (uint32_t)m->partition << 24 | (atomic_load(&ck->part_gen[m->partition]) & 0xffffffu);
         if (atomic_load(&ck->gen[k]) != g) {
             atomic_store(&ck->gen[k], g);
             next = -1;

@@ -18,13 +18,14 @@ static int handle_event(rl_consumer_t *c, const rd_kafka_message_t *m, uint32_t 
     /* The assignment this message belongs to, read before the work (see demo_record). */
     bool in_range = m->partition >= 0 && m->partition < DEMO_PARTITIONS_MAX;
     unsigned gen = in_range ? atomic_load(&app->check.part_gen[m->partition]) : 0;
+    uint64_t start = demo_now_ns(); /* the H line's last field: when the handling began */
     int rc = demo_check_message(&app->check, m);
     if (rc == 0 && app->record_fd >= 0) {
         char key[72];
         long long seq;
         demo_record_key(m, key, sizeof key, &seq);
-        demo_record(app, "H %" PRIu64 " %s %lld %d %" PRId64 " %u", demo_now_ns(), key, seq,
-                    (int)m->partition, m->offset, gen);
+        demo_record(app, "H %" PRIu64 " %s %lld %d %" PRId64 " %u %" PRIu64, demo_now_ns(), key,
+                    seq, (int)m->partition, m->offset, gen, start);
     }
     return rc;
 }
@@ -188,6 +189,7 @@ static void run(void *arg)
     o.on_rebalance = on_rebalance;
     o.on_dead_letter = on_dead_letter;
     o.on_error = on_error;
+    o.growth_fence = app->growth_fence;
     bool loop = uv_loop_init(&dc->loop) == 0;
     bool ctl = loop && uv_async_init(&dc->loop, &dc->ctl, on_ctl) == 0;
     dc->ctl.data = dc;

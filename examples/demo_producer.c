@@ -86,9 +86,9 @@ static void run(void *arg)
     char key[32], value[64];
     for (long i = 0; i < app->messages && !atomic_load(&app->stop); i++) {
         int k = (int)(i % app->keys);
-        int klen = demo_key(k, key, sizeof key);
-        snprintf(value, sizeof value, "%llx %d %ld", (unsigned long long)app->run, k,
-                 p->per_key[k]);
+        int klen = demo_key(app->key_base + k, key, sizeof key);
+        snprintf(value, sizeof value, "%llx %d %ld", (unsigned long long)app->run,
+                 app->key_base + k, p->per_key[k]);
         produce(p, key, (size_t)klen, value);
         p->per_key[k]++;
         if (p->specials && i == app->messages / 2)
@@ -114,7 +114,19 @@ int demo_producer_start(demo_producer *p, demo *app, bool specials)
     p->per_key = calloc((size_t)app->keys, sizeof *p->per_key);
     if (!p->per_key)
         return RL_ENOMEM;
-    int rc = rl_kafka_partitioner_new(NULL, &p->part);
+    for (int k = 0; k < app->keys; k++)
+        p->per_key[k] = app->seq_base;
+    rl_kafka_partitioner_options po;
+    rl_kafka_partitioner_options_init(&po);
+    if (app->partitions_used) {
+        char used[16], why[256];
+        snprintf(used, sizeof used, "%d", app->partitions_used);
+        if (rl_kafka_partitioner_option_set(&po, "partitions.used", used, why, sizeof why)) {
+            fprintf(stderr, "ringlane-demo: --partitions-used %s: %s\n", used, why);
+            return RL_EINVAL;
+        }
+    }
+    int rc = rl_kafka_partitioner_new(&po, &p->part);
     if (rc)
         return rc;
     char err[512];

@@ -3,14 +3,16 @@
  * with the demo or the consumer: it reads the record files the processes wrote (their format is
  * described in examples/demo.h and restated here) and proves four things from them alone.
  *
- *   check_records [--progress] PRODUCED KILLS CONSUMER_FILE...
+ *   check_records [--progress | --count-across] PRODUCED KILLS CONSUMER_FILE...
  *
- * PRODUCED is the producer's file: "P t key seq partition offset" for every message the
- * cluster acknowledged (delivery report without error). KILLS is the driver's log: a line
- * "kill NAME PID SECONDS" for every consumer process it killed with SIGKILL. Each
+ * PRODUCED is the producers' file (several producers' files put together): "P t key seq
+ * partition offset" for every message the cluster acknowledged (delivery report without
+ * error); each key's sequence numbers come from one producer at a time. KILLS is the driver's log:
+ * a line "kill NAME PID SECONDS" for every consumer process it killed with SIGKILL. Each
  * CONSUMER_FILE is one consumer process's file: "N t name pid", then "A t p gen" (partition
- * p assigned, the process's gen-th assignment of it), "H t key seq p offset gen" (handled: the
- * line is written before the handler returns, so before the offset can be committed), "D t key
+ * p assigned, the process's gen-th assignment of it), "H t key seq p offset gen start" (handled:
+ * the line is written before the handler returns, so before the offset can be committed; start
+ * is when the handling began, and a line without it counts as begun at t), "D t key
  * seq p offset" (dead-lettered, written before its offset completes), "C t p offset" (a commit
  * the group acknowledged: the next offset to read), "F t count" (commits refused so far), "R t
  * p" (revoked, after its final commit), "L t p" (lost: taken away, nothing committed). t is
@@ -64,7 +66,15 @@
  *    (one inside a single segment, one after a segment whose commit had passed the offset,
  *    or after a process that ended without a kill or a release) fails the check.
  *
- * Exit status: 0 when all four hold and KILLS lists at least one kill; 1 otherwise; 2 for bad
+ * 5. Per-key order across partitions and processes: for every key, in sequence-number order,
+ *    no event began its first handling before every earlier event of the key had ended its
+ *    first one. Within a partition (1) says more; this is what a topic's growth puts at risk:
+ *    a key the producers moved to a new partition has its earlier events in an old one, read
+ *    by another process (docs/partition_growth.md). --count-across counts these violations and
+ *    prints them without failing on them (a run without the growth fence, to show what it
+ *    prevents).
+ *
+ * Exit status: 0 when all five hold and KILLS lists at least one kill; 1 otherwise; 2 for bad
  * arguments or unreadable files. --progress only counts how many produced offsets have been
  * handled so far and exits 0 once all have (the driver's way to know when to stop). */
 #define _POSIX_C_SOURCE 200809L
@@ -94,11 +104,12 @@ static void *xrealloc(void *p, size_t n)
 typedef struct produced {
     char key[KEY_MAX];
     long long seq;
-    int kidx;         /* user:<kidx>, -1 for other keys */
-    bool acked;       /* from PRODUCED; false: a copy learned from the H lines */
-    int64_t next_key; /* the next offset of this partition holding the same key, -1: none */
-    uint64_t first_t; /* earliest H or D time, UINT64_MAX: never handled */
-    int head;         /* handled records of this offset (a list through rec.next), -1: none */
+    int kidx;             /* user:<kidx>, -1 for other keys */
+    bool acked;           /* from PRODUCED; false: a copy learned from the H lines */
+    int64_t next_key;     /* the next offset of this partition holding the same key, -1: none */
+    uint64_t first_t;     /* earliest H or D time, UINT64_MAX: never handled */
+    uint64_t first_start; /* earliest start of a handling (an H line's start, a D line's t) */
+    int head;             /* handled records of this offset (a list through rec.next), -1: none */
     int count;
 } produced;
 
@@ -137,6 +148,7 @@ static produced *log_add(int p, int64_t o, const char *key, long long seq, bool 
     e->acked = acked;
     e->next_key = -1;
     e->first_t = UINT64_MAX;
+    e->first_start = UINT64_MAX;
     e->head = -1;
     e->count = 0;
     return e;
@@ -244,7 +256,7 @@ static long reports[8];
         if (reports[kind]++ < REPORT_MAX)                                                          \
             fprintf(stderr, __VA_ARGS__);                                                          \
     } while (0)
-enum { REP_ORDER, REP_MISMATCH, REP_COMMIT, REP_LOST, REP_DUP, REP_ANOMALY };
+enum { REP_ORDER, REP_MISMATCH, REP_COMMIT, REP_LOST, REP_DUP, REP_ANOMALY, REP_ACROSS };
 
 /* Per segment and key: the offset of the key's last record (an open-addressing table). */
 typedef struct seqslot {
@@ -394,8 +406,8 @@ static int find_segment(int f, int p, unsigned gen, uint64_t t)
 
 static long copies;
 
-static void add_handled(int f, int seg, uint64_t t, const char *key, long long seq, int p,
-                        int64_t o, bool order, const char *line)
+static void add_handled(int f, int seg, uint64_t t, uint64_t start, const char *key, long long seq,
+                        int p, int64_t o, bool order, const char *line)
 {
     produced *e = produced_at(p, o);
     if (!e && acked_event(p, key, seq)) {
@@ -428,6 +440,8 @@ static void add_handled(int f, int seg, uint64_t t, const char *key, long long s
     e->count++;
     if (t < e->first_t)
         e->first_t = t;
+    if (start < e->first_start)
+        e->first_start = start;
     segment *s = &segs[seg];
     if (s->noffsets == s->cap) {
         s->cap = s->cap ? s->cap * 2 : 256;
@@ -463,7 +477,7 @@ static void read_consumer(int f)
     char *line = buf;
     for (char *nl; (nl = strchr(line, '\n')); line = nl + 1) {
         *nl = '\0';
-        unsigned long long t, count;
+        unsigned long long t, count, start;
         char key[KEY_MAX];
         long long seq;
         int p;
@@ -489,17 +503,23 @@ static void read_consumer(int f)
             break;
         case 'H':
         case 'D':
-            if (line[0] == 'H')
-                ok = sscanf(line, "H %llu %31s %lld %d %" SCNd64 " %u", &t, key, &seq, &p, &o,
-                            &gen) == 6;
-            else
+            start = 0;
+            if (line[0] == 'H') {
+                int got = sscanf(line, "H %llu %31s %lld %d %" SCNd64 " %u %llu", &t, key, &seq, &p,
+                                 &o, &gen, &start);
+                ok = got == 6 || got == 7;
+                if (got == 6)
+                    start = t; /* an older writer: the end stands in for the start */
+            } else {
                 ok = sscanf(line, "D %llu %31s %lld %d %" SCNd64, &t, key, &seq, &p, &o) == 5;
-            ok = ok && p >= 0 && p < PARTITIONS_MAX;
+                start = t;
+            }
+            ok = ok && p >= 0 && p < PARTITIONS_MAX && start <= t;
             if (ok) {
                 int s = line[0] == 'H' ? find_segment(f, p, gen, t) : cf->open_seg[p];
                 if (s < 0)
                     s = find_segment(f, p, 0, t);
-                add_handled(f, s, t, key, seq, p, o, line[0] == 'H', line);
+                add_handled(f, s, t, start, key, seq, p, o, line[0] == 'H', line);
             }
             break;
         case 'C':
@@ -541,6 +561,75 @@ static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
+}
+
+/* One keyed event for the order across partitions: when it was first handled. */
+typedef struct keyed {
+    int kidx, partition;
+    long long seq;
+    int64_t offset;
+    uint64_t start, end; /* the earliest start and the earliest end of its handlings */
+} keyed;
+
+static int cmp_keyed(const void *a, const void *b)
+{
+    const keyed *x = a, *y = b;
+    if (x->kidx != y->kidx)
+        return x->kidx < y->kidx ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* 5. Each key's events, by sequence number, wherever they are: none began its first handling
+ *    before every earlier event of the key had ended one. Returns the violations. */
+static long check_across(void)
+{
+    size_t n = 0, cap = 0;
+    keyed *ev = NULL;
+    for (int p = 0; p < PARTITIONS_MAX; p++)
+        for (int64_t o = 0; o < prod_n[p]; o++) {
+            const produced *e = prod_has[p][o] ? &prod[p][o] : NULL;
+            if (!e || e->kidx < 0 || e->seq < 0 || !e->count)
+                continue;
+            if (n == cap) {
+                cap = cap ? cap * 2 : 1 << 16;
+                ev = xrealloc(ev, cap * sizeof *ev);
+            }
+            ev[n++] = (keyed){e->kidx, p, e->seq, o, e->first_start, e->first_t};
+        }
+    if (n)
+        qsort(ev, n, sizeof *ev, cmp_keyed);
+    long bad = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i; /* this key's events: i .. j-1 */
+        while (j < n && ev[j].kidx == ev[i].kidx)
+            j++;
+        uint64_t ended = 0; /* the latest first end of the events with a lower seq */
+        size_t by = i;
+        for (size_t k = i; k < j;) {
+            size_t m = k; /* one seq: copies of an event share it */
+            uint64_t start = UINT64_MAX, end = UINT64_MAX;
+            for (; m < j && ev[m].seq == ev[k].seq; m++) {
+                start = ev[m].start < start ? ev[m].start : start;
+                end = ev[m].end < end ? ev[m].end : end;
+            }
+            if (k > i && start < ended) {
+                bad++;
+                REPORT(REP_ACROSS,
+                       "user:%d seq %lld (partition %d offset %" PRId64 ") began %.3f s before "
+                       "seq %lld (partition %d offset %" PRId64 ") had ended\n",
+                       ev[k].kidx, ev[k].seq, ev[k].partition, ev[k].offset,
+                       (double)(ended - start) / 1e9, ev[by].seq, ev[by].partition, ev[by].offset);
+            }
+            if (end > ended || k == i) {
+                ended = end;
+                by = k;
+            }
+            k = m;
+        }
+        i = j;
+    }
+    free(ev);
+    return bad;
 }
 
 static int cmp_rec_t(const void *a, const void *b)
@@ -603,9 +692,11 @@ static void free_all(void)
 int main(int argc, char **argv)
 {
     bool progress = argc > 1 && strcmp(argv[1], "--progress") == 0;
-    int a = progress ? 2 : 1;
+    bool count_across = argc > 1 && strcmp(argv[1], "--count-across") == 0;
+    int a = progress || count_across ? 2 : 1;
     if (argc - a < 3) {
-        fprintf(stderr, "usage: check_records [--progress] PRODUCED KILLS CONSUMER_FILE...\n");
+        fprintf(stderr, "usage: check_records [--progress | --count-across] PRODUCED KILLS "
+                        "CONSUMER_FILE...\n");
         return 2;
     }
     read_produced(argv[a]);
@@ -766,6 +857,8 @@ int main(int argc, char **argv)
         }
     free(order);
 
+    long across = check_across();
+
     /* The report. */
     long killed_files = 0, cut = 0, segments_with_kill = 0;
     for (int f = 0; f < nfiles; f++) {
@@ -801,6 +894,9 @@ int main(int argc, char **argv)
     printf("  order violations    %ld (each key's messages in log order within each assignment "
            "of each process)\n",
            violations);
+    printf("  order across        %ld (each key's events by sequence number, across partitions and "
+           "processes: none began before every earlier one had ended a handling)%s\n",
+           across, count_across ? ", counted only (--count-across)" : "");
     printf("  wrong records       %ld (a handled record that is not what was produced there)\n",
            mismatches);
     printf("  commits             %ld checked, %ld passed an event not handled before them; "
@@ -817,8 +913,9 @@ int main(int argc, char **argv)
     if (cut || anomalies)
         printf("  notes               %ld last lines cut by a kill, %ld anomalies\n", cut,
                anomalies);
-    bool pass = lost == 0 && violations == 0 && mismatches == 0 && commits_unsound == 0 &&
-                dups[DUP_UNEXPLAINED] == 0 && anomalies == 0 && nkilled > 0 && produced_total > 0;
+    bool pass = lost == 0 && violations == 0 && (count_across || across == 0) && mismatches == 0 &&
+                commits_unsound == 0 && dups[DUP_UNEXPLAINED] == 0 && anomalies == 0 &&
+                nkilled > 0 && produced_total > 0;
     printf("  result: %s\n",
            pass ? "order, completeness and commits hold (exit 0)" : "FAILED (exit 1)");
     for (int p = 0; p < PARTITIONS_MAX; p++)

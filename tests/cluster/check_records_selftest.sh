@@ -3,7 +3,8 @@
 # check_records must be able to fail: a small run written by hand passes, and each fault put
 # into it (an event never handled, a key out of order, a commit past an unhandled event, a
 # duplicate with no kill to explain it, a record that is not what was produced, no kill at
-# all) makes it fail with its own report line.
+# all, a key's later event begun in another partition before its earlier one ended) makes it
+# fail with its own report line.
 #
 # Usage: tests/cluster/check_records_selftest.sh CHECK_RECORDS
 set -u
@@ -44,7 +45,7 @@ EOF
 
 # expect STATUS PATTERN WHAT: runs the checker on the files as they are now.
 expect() {
-    "$check" "$work/produced" "$work/kills" "$work/c1" "$work/c2" >"$work/out" 2>&1
+    "$check" ${FLAGS:-} "$work/produced" "$work/kills" "$work/c1" "$work/c2" >"$work/out" 2>&1
     status=$?
     if [ "$status" -ne "$1" ] || ! grep -q "$2" "$work/out"; then
         echo "FAILED: $3: exit $status (expected $1), output:"
@@ -92,5 +93,19 @@ write_run
 sed -i '/^H 21/d' "$work/c2"
 sed -i 's/^H 14 user:1 0 0 2 1/H 12 user:1 0 0 2 1/; s/^H 12 user:0 1/H 11 user:0 1/' "$work/c1"
 expect 1 "(0 killed with SIGKILL" "a run without a kill proves nothing about kills"
+
+# A growth: user:0's next event, seq 3, went to a new partition 1, which consumer-2 also
+# holds; its H line says when it began (the last field). Begun after seq 2 ended (22): order
+# holds. Begun at 15, while seq 2 had not been handled anywhere yet: the order across
+# partitions is broken, which --count-across counts without failing.
+write_run
+echo "P 5 user:0 3 1 0" >>"$work/produced"
+sed -i 's/^A 20 0 1/A 20 0 1\nA 20 1 1/; s/^R 24 0/H 30 user:0 3 1 0 1 29\nC 31 1 1\nR 32 0\nR 32 1/' \
+    "$work/c2"
+expect 0 "order across        0" "a moved key's next event begun after its earlier one ended"
+sed -i 's/^H 30 user:0 3 1 0 1 29/H 30 user:0 3 1 0 1 15/' "$work/c2"
+expect 1 "user:0 seq 3 (partition 1 offset 0) began 0.000 s before seq 2" \
+    "a moved key's next event begun before its earlier one ended"
+FLAGS=--count-across expect 0 "order across        1" "--count-across counts it without failing"
 
 exit "$failed"
