@@ -16,6 +16,11 @@
  * second later: the plain consumer's ~196,000 msg/s here is that wait; set it above the
  * topic's size to let librdkafka fetch the whole topic at once).
  *
+ * Fence mode: bench_consumer fence [MESSAGES (200000)] [RUNS (5)] [WORK_US (0)]: ringlane with
+ * growth_fence off and on, alternating which goes first, on a topic that never grew (the
+ * records' topic exists and is empty): the rate and the loop thread's CPU per message, and
+ * their ratios on / off per pair.
+ *
  * Asynchronous mode: bench_consumer async [MESSAGES (200000)] [RUNS (3)] [ASYNC_LANES (65536)]
  * [THREADED_LANES (64)] [DELAY_MS (1)]. Each message finishes DELAY_MS after it starts; each
  * run measures, in this order: the plain consumer with an empty handler (the mock cluster's
@@ -239,6 +244,8 @@ static int sleeping_handler(rl_consumer_t *c, const rd_kafka_message_t *m, uint3
 enum { SYNC_SPIN = 0, ASYNC_DELAY = 1, SYNC_SLEEP = 2 };
 
 static uint32_t offset_map_max_bytes = 4096; /* the consumer's default; 0: the map off */
+static int growth_fence;                     /* the consumer's growth_fence (fence mode) */
+static double last_loop_us;                  /* the last run's loop CPU per message */
 
 /* The CPU of the calling thread: the consumer's loop thread. */
 static double loop_cpu_seconds(void)
@@ -251,8 +258,9 @@ static double loop_cpu_seconds(void)
 
 static double run_ringlane(int run, int lanes, int kind)
 {
-    char group[32];
-    snprintf(group, sizeof group, "ringlane-%d-%d-%u", kind, run, offset_map_max_bytes);
+    char group[48];
+    snprintf(group, sizeof group, "ringlane-%d-%d-%u-%d", kind, run, offset_map_max_bytes,
+             growth_fence);
     static const char *short_names[] = {"lane-a", "lane-b", "lane-c", "lane-d",
                                         "lane-e", "lane-f", "lane-g", "lane-h"};
     char **names = NULL;
@@ -293,6 +301,7 @@ static double run_ringlane(int run, int lanes, int kind)
     }
     o.dlq_topic = ""; /* no dead letters here */
     o.offset_map_max_bytes = offset_map_max_bytes;
+    o.growth_fence = growth_fence;
     /* The consumer's defaults unless asked otherwise (to measure other depths). */
     if (getenv("RINGLANE_BENCH_LANE_CAPACITY"))
         o.dispatch.lane_capacity = (uint32_t)atoi(getenv("RINGLANE_BENCH_LANE_CAPACITY"));
@@ -318,6 +327,7 @@ static double run_ringlane(int run, int lanes, int kind)
     while (atomic_load(&handled) < messages)
         uv_run(&loop, UV_RUN_ONCE);
     double loop_us = (loop_cpu_seconds() - cpu0) * 1e6 / (double)messages;
+    last_loop_us = loop_us;
     rl_consumer_stats st;
     if (rl_consumer_stats_get(c, &st, NULL, 0, NULL) == 0)
         printf("  ringlane: %" PRIu64 " pauses, %" PRIu64 " resumes, %" PRIu64
@@ -384,6 +394,39 @@ static int main_async(int argc, char **argv)
     return 0;
 }
 
+/* Fence mode: what the growth fence costs when nothing grows. */
+static int main_fence(int argc, char **argv)
+{
+    messages = argc > 2 ? atol(argv[2]) : 200000;
+    int runs = argc > 3 ? atoi(argv[3]) : 5;
+    work_us = argc > 4 ? atoi(argv[4]) : 0;
+    if (messages < 2 || runs < 1 || runs > 99 || work_us < 0) {
+        fprintf(stderr, "usage: bench_consumer fence [MESSAGES >= 2] [RUNS 1..99] [WORK_US]\n");
+        return 2;
+    }
+    printf("bench_consumer fence: %ld messages over %d keys, %d partitions, handler %d us, 4 "
+           "lanes; growth_fence off and on (the record topic exists, no growth recorded)\n",
+           messages, KEYS, PARTITIONS, work_us);
+    double ratio[99], cpu_ratio[99];
+    for (int r = 0; r < runs; r++) {
+        double rate[2], cpu[2];
+        for (int i = 0; i < 2; i++) { /* off first in even runs, on first in odd ones */
+            growth_fence = (r + i) % 2;
+            rate[growth_fence] = run_ringlane(r, 4, SYNC_SPIN);
+            cpu[growth_fence] = last_loop_us;
+        }
+        ratio[r] = rate[1] / rate[0];
+        cpu_ratio[r] = cpu[1] / cpu[0];
+        printf("run %d: fence off %.0f msg/s (loop CPU %.2f us/msg), on %.0f msg/s (%.2f us/msg); "
+               "ratio on/off: rate %.2f, loop CPU %.2f\n",
+               r + 1, rate[0], cpu[0], rate[1], cpu[1], ratio[r], cpu_ratio[r]);
+        fflush(stdout);
+    }
+    printf("median ratio on/off: rate %.2f, loop CPU per message %.2f\n", median(ratio, runs),
+           median(cpu_ratio, runs));
+    return 0;
+}
+
 static rd_kafka_mock_cluster_t *start_cluster(rd_kafka_t **host_out)
 {
     rd_kafka_conf_t *hconf = rd_kafka_conf_new();
@@ -402,6 +445,23 @@ static rd_kafka_mock_cluster_t *start_cluster(rd_kafka_t **host_out)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "fence") == 0) {
+        rd_kafka_t *host;
+        rd_kafka_mock_cluster_t *mock = start_cluster(&host);
+        /* As a cluster where ringlane grow ran once: the records' topic exists. */
+        if (rd_kafka_mock_topic_create(mock, "__ringlane_growth", 1, 1)) {
+            fprintf(stderr, "bench_consumer: no record topic\n");
+            return 1;
+        }
+        messages = argc > 2 ? atol(argv[2]) : 200000;
+        if (messages < 2)
+            return main_fence(argc, argv); /* the usage */
+        prefill();
+        int rc = main_fence(argc, argv);
+        rd_kafka_mock_cluster_destroy(mock);
+        rd_kafka_destroy(host);
+        return rc;
+    }
     if (argc > 1 && strcmp(argv[1], "async") == 0) {
         rd_kafka_t *host;
         rd_kafka_mock_cluster_t *mock = start_cluster(&host);

@@ -579,6 +579,18 @@ static int cmp_keyed(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+static int cmp_gap(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The events where a key changed partitions (a topic that grew): the gap between the end of
+ * the key's earlier events and the start of the first event in the new partition, in ns
+ * (negative: it began before they had ended). */
+static int64_t *moves;
+static size_t nmoves, capmoves;
+
 /* 5. Each key's events, by sequence number, wherever they are: none began its first handling
  *    before every earlier event of the key had ended one. Returns the violations. */
 static long check_across(void)
@@ -611,6 +623,13 @@ static long check_across(void)
             for (; m < j && ev[m].seq == ev[k].seq; m++) {
                 start = ev[m].start < start ? ev[m].start : start;
                 end = ev[m].end < end ? ev[m].end : end;
+            }
+            if (k > i && ev[k].partition != ev[k - 1].partition) {
+                if (nmoves == capmoves) {
+                    capmoves = capmoves ? capmoves * 2 : 256;
+                    moves = xrealloc(moves, capmoves * sizeof *moves);
+                }
+                moves[nmoves++] = (int64_t)(start - ended);
             }
             if (k > i && start < ended) {
                 bad++;
@@ -897,6 +916,14 @@ int main(int argc, char **argv)
     printf("  order across        %ld (each key's events by sequence number, across partitions and "
            "processes: none began before every earlier one had ended a handling)%s\n",
            across, count_across ? ", counted only (--count-across)" : "");
+    if (nmoves) {
+        qsort(moves, nmoves, sizeof *moves, cmp_gap);
+        printf("  partition changes   %zu (a key's next event in another partition: it began %.3f "
+               "s after the key's earlier events had ended at the median, %.3f s at the least, "
+               "%.3f s at the most)\n",
+               nmoves, (double)moves[nmoves / 2] / 1e9, (double)moves[0] / 1e9,
+               (double)moves[nmoves - 1] / 1e9);
+    }
     printf("  wrong records       %ld (a handled record that is not what was produced there)\n",
            mismatches);
     printf("  commits             %ld checked, %ld passed an event not handled before them; "
@@ -921,6 +948,7 @@ int main(int argc, char **argv)
     for (int p = 0; p < PARTITIONS_MAX; p++)
         free(prefix[p]);
     free(killed_pids);
+    free(moves);
     free_all();
     return pass ? 0 : 1;
 }
