@@ -40,6 +40,7 @@ void rl_consumer_options_init(rl_consumer_options *opts)
     opts->offset_map_max_bytes = 4096; /* Kafka's offset.metadata.max.bytes */
     opts->growth_reread_ms = 15000;
     opts->growth_read_timeout_ms = 10000;
+    opts->growth_stall_ms = 600000;
 }
 
 void *rl_consumer_get_data(const rl_consumer_t *c)
@@ -335,6 +336,11 @@ static int check_growth(const rl_consumer_options *o)
     if (o->growth_read_timeout_ms < 100 || o->growth_read_timeout_ms > 600000)
         return rl_error_detail_set(RL_EINVAL, "growth_read_timeout_ms %u: must be 100..600000",
                                    o->growth_read_timeout_ms);
+    if (o->growth_stall_ms && (o->growth_stall_ms < 1000 || o->growth_stall_ms > 86400000))
+        return rl_error_detail_set(RL_EINVAL,
+                                   "growth_stall_ms %u: must be 0 (never) or 1000..86400000 "
+                                   "(600000: 10 minutes)",
+                                   o->growth_stall_ms);
     const char *name = o->growth_profile ? o->growth_profile : RL_CONSUMER_GROWTH_PROFILE;
     const rl_profile_info *info = rl_profile_find(name);
     if (!info)

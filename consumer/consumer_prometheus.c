@@ -68,6 +68,9 @@ static const counter_metric counters[] = {
      STAT(growth_unrouted)},
     {"ringlane_consumer_growth_read_errors_total", "Reads of the growth records that failed.",
      STAT(growth_read_errors)},
+    {"ringlane_consumer_growth_released_by_stall_total",
+     "Moved keys' messages that went on because their old partition's commits stalled.",
+     STAT(growth_released_by_stall)},
 };
 
 /* A partition's gauge; a negative value (unknown) has no sample. */

@@ -50,6 +50,7 @@ int rl__growth_fence_new(rl_consumer_t *c, const rl_consumer_options *o,
                                          o->growth_vnodes ? o->growth_vnodes : RL_VNODES_PROFILE);
     f->reread_ms = o->growth_reread_ms;
     f->read_timeout_ms = o->growth_read_timeout_ms;
+    f->stall_ms = o->growth_stall_ms;
     f->wake_arg = c;
     f->read_req = 1; /* the first read */
     if (rd_kafka_conf_get(conf, "group.id", group, &size) == RD_KAFKA_CONF_OK)
@@ -82,6 +83,7 @@ void rl__growth_fence_free(rl_consumer_t *c)
     if (f->committed)
         rd_kafka_topic_partition_list_destroy(f->committed);
     uv_mutex_destroy(&f->mu);
+    free(f->stalls);
     free(f->profile);
     free(f->group);
     free(f);
@@ -124,6 +126,90 @@ static bool released(const rl__growth_fence *f, const rl__growth *g, uint32_t s)
     if (g->state != RL__GROWTH_SEALED || s >= g->from)
         return g->state == RL__GROWTH_SEALED;
     return g->points[s] <= 0 || committed_of(f, g->topic, s) >= g->points[s];
+}
+
+/* --- the bound on a wait: old partitions whose commits stalled (growth_stall_ms) --- */
+
+static rl__growth_stall *stall_find(const rl__growth_fence *f, const char *topic, uint32_t s)
+{
+    for (size_t i = 0; i < f->nstalls; i++)
+        if (f->stalls[i].s == s && strcmp(f->stalls[i].topic, topic) == 0)
+            return &f->stalls[i];
+    return NULL;
+}
+
+/* Sealed, and source partition s stalled: its moved keys go on without their order. */
+static bool stalled(const rl__growth_fence *f, const rl__growth *g, uint32_t s)
+{
+    if (g->state != RL__GROWTH_SEALED || s >= g->from)
+        return false;
+    const rl__growth_stall *e = stall_find(f, g->topic, s);
+    return e && e->stalled && e->point == g->points[s]; /* this growth's wait, not an earlier */
+}
+
+/* Marks (topic, s) waited on now (update_want), made the first time with its clock stopped
+ * until an answer names it. False without memory: no clock, so no release by stall. */
+static bool stall_waited(rl__growth_fence *f, const char *topic, uint32_t s, int64_t point)
+{
+    rl__growth_stall *e = stall_find(f, topic, s);
+    if (!e) {
+        if (f->nstalls == f->capstalls) {
+            size_t cap = f->capstalls ? f->capstalls * 2 : 16;
+            rl__growth_stall *grown = realloc(f->stalls, cap * sizeof *grown);
+            if (!grown)
+                return false;
+            f->stalls = grown;
+            f->capstalls = cap;
+        }
+        e = &f->stalls[f->nstalls++];
+        memset(e, 0, sizeof *e);
+        snprintf(e->topic, sizeof e->topic, "%s", topic);
+        e->s = s;
+        e->point = point;
+    }
+    if (e->point != point) { /* a later growth of the topic: a wait of its own */
+        e->point = point;
+        e->stalled = e->known = false;
+    }
+    e->waited = true;
+    return true;
+}
+
+/* After the committed offsets were read again (or at a tick): each waited-on partition's clock
+ * starts again when its offset moved or is unknown; one that stayed put for stall_ms stalls
+ * (reported once). True when one stalled now. */
+static bool stall_look(rl_consumer_t *c, bool answered)
+{
+    rl__growth_fence *f = c->fence;
+    uint64_t now = uv_now(c->loop);
+    bool any = false;
+    for (size_t i = 0; i < f->nstalls; i++) {
+        rl__growth_stall *e = &f->stalls[i];
+        if (answered) {
+            const rd_kafka_topic_partition_t *a =
+                f->committed
+                    ? rd_kafka_topic_partition_list_find(f->committed, e->topic, (int32_t)e->s)
+                    : NULL;
+            int64_t off = a && !a->err ? (a->offset >= 0 ? a->offset : -1) : -2;
+            if (off == -2 || !e->known || off != e->offset) {
+                e->known = off != -2;
+                e->offset = off;
+                e->since_ms = now;
+            }
+        }
+        if (!f->stall_ms || e->stalled || !e->waited || !e->known ||
+            now - e->since_ms < f->stall_ms)
+            continue;
+        e->stalled = true;
+        any = true;
+        rl__consumer_error(c, RD_KAFKA_RESP_ERR__TIMED_OUT,
+                           "growth fence: %s [%u]: the group's committed offset (%" PRId64
+                           ") has stayed below the growth point %" PRId64 " for %u ms: the "
+                           "moved keys' messages waiting on it go on (growth_stall_ms), "
+                           "their order across the growth is not kept",
+                           e->topic, (unsigned)e->s, e->offset, e->point, (unsigned)f->stall_ms);
+    }
+    return any;
 }
 
 /* Held whole: no read of the records since its assignment, or its growth's record unusable. */
@@ -171,7 +257,12 @@ int rl__growth_fence_admit(rl_consumer_t *c, rl__part *p, const rd_kafka_message
     const struct rl__growth_holds *h = p->holds;
     if (h && from_node < h->n && h->head[from_node])
         return RL__GROWTH_FENCE_HOLD; /* behind the earlier ones of (q, p) */
-    return released(f, g, from_node) ? RL__GROWTH_FENCE_PASS : RL__GROWTH_FENCE_HOLD;
+    if (released(f, g, from_node))
+        return RL__GROWTH_FENCE_PASS;
+    if (!stalled(f, g, from_node))
+        return RL__GROWTH_FENCE_HOLD;
+    c->stats.growth_released_by_stall++;
+    return RL__GROWTH_FENCE_PASS;
 }
 
 int rl__growth_fence_hold(rl_consumer_t *c, rl__part *p, rl__cjob *j, uint32_t src)
@@ -224,7 +315,7 @@ static bool queue_free(const rl__growth_fence *f, const rl__growth *g, uint32_t 
         return true;
     if (g->state == RL__GROWTH_UNUSABLE || g->state == RL__GROWTH_ANNOUNCED)
         return false;
-    return released(f, g, s);
+    return released(f, g, s) || stalled(f, g, s);
 }
 
 static void release_part(rl_consumer_t *c, rl__part *p)
@@ -235,6 +326,7 @@ static void release_part(rl_consumer_t *c, rl__part *p)
     for (uint32_t s = 0; s < h->n && h->count; s++) {
         if (!h->head[s] || !queue_free(c->fence, g, s))
             continue;
+        bool by_stall = g && !released(c->fence, g, s);
         rl__cjob *j;
         while ((j = h->head[s])) {
             if (rl__dispatch_held(c, p, j) != 0)
@@ -245,6 +337,7 @@ static void release_part(rl_consumer_t *c, rl__part *p)
             h->count--;
             c->fence->held_now--;
             c->stats.growth_released++;
+            c->stats.growth_released_by_stall += by_stall;
             c->stats.growth_hold_ms += now - j->taken_ms;
         }
     }
@@ -354,6 +447,8 @@ static void update_want(rl_consumer_t *c)
 {
     rl__growth_fence *f = c->fence;
     rd_kafka_topic_partition_list_t *want = NULL;
+    for (size_t i = 0; i < f->nstalls; i++)
+        f->stalls[i].waited = false;
     for (uint32_t i = 0; f->held_now && i < c->ntopics; i++) {
         rl__topic *t = c->topics[i];
         for (int32_t k = 0; k < t->nparts; k++) {
@@ -366,6 +461,7 @@ static void update_want(rl_consumer_t *c)
             for (uint32_t s = 0; s < p->holds->n && s < g->from; s++) {
                 if (!p->holds->head[s] || released(f, g, s))
                     continue;
+                stall_waited(f, t->name, s, g->points[s]);
                 if (!want)
                     want = rd_kafka_topic_partition_list_new(8);
                 if (!rd_kafka_topic_partition_list_find(want, t->name, (int32_t)s))
@@ -418,7 +514,8 @@ void rl__growth_fence_poll(rl_consumer_t *c, bool tick)
                     check_start(c, p);
             }
     }
-    if (view || answer) {
+    bool stall = (answer || tick) && stall_look(c, answer != NULL);
+    if (view || answer || stall) {
         rl__growth_fence_release(c);
         if (view)
             rl__drain_all_pending(c); /* partitions held whole may go now */

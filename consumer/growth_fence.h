@@ -41,8 +41,9 @@ typedef struct rl__growth_fence {
     char *profile;   /* the producers' ring profile */
     uint32_t vnodes; /* as a record names them (rl__growth_record_vnodes) */
     uint32_t reread_ms, read_timeout_ms;
-    char *group;    /* the consumer's group.id: whose committed offsets release */
-    rd_kafka_t *rk; /* the reader's handle: no group, read_committed, partition EOF */
+    uint32_t stall_ms; /* growth_stall_ms: 0 never */
+    char *group;       /* the consumer's group.id: whose committed offsets release */
+    rd_kafka_t *rk;    /* the reader's handle: no group, read_committed, partition EOF */
     uv_thread_t thread;
     bool thread_started;
     void *wake_arg; /* the consumer, woken when something is published */
@@ -63,8 +64,23 @@ typedef struct rl__growth_fence {
     uint64_t view_gen;     /* bumped at each view taken: partitions look their growth up again */
     rd_kafka_topic_partition_list_t *committed; /* the last answer taken */
     uint64_t reported_runs;
-    uint64_t held_now; /* messages in hold queues */
+    uint64_t held_now;               /* messages in hold queues */
+    struct rl__growth_stall *stalls; /* old partitions waited on, and since when (stall_ms) */
+    size_t nstalls, capstalls;
 } rl__growth_fence;
+
+/* An old partition s of a topic that held messages wait on after a seal: its committed offset
+ * as last read, since when it has stayed there, and whether that passed stall_ms. */
+typedef struct rl__growth_stall {
+    char topic[RL__GROWTH_TOPIC_MAX + 1];
+    uint32_t s;
+    int64_t offset;    /* the committed offset last read (-1: none), valid when known */
+    bool known;        /* the last answer had it */
+    uint64_t since_ms; /* uv_now when it was last seen to move (or became known) */
+    bool stalled;      /* sticky: its moved keys go on from now on */
+    bool waited;       /* held messages wait on it now (the last update_want) */
+    int64_t point;     /* the growth point its holders wait for (for the report) */
+} rl__growth_stall;
 
 /* growth_reader.c: the thread. rl__growth_fence_reader_start takes a copy of conf (before the
  * consumer's own settings go in) for its handle. 0 or RL_EKAFKA / RL_ENOMEM / RL_ELOOP with the

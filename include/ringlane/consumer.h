@@ -263,6 +263,15 @@ typedef struct rl_consumer_options {
     uint32_t growth_reread_ms; /* how often the records are read again (15000; 100..3600000) */
     uint32_t growth_read_timeout_ms; /* a read that has not reached the end by then failed
                                         (10000; 100..600000) */
+    /* The bound on a wait (after the seal only): when the group's committed offset of an old
+     * partition p has not moved for growth_stall_ms while moved keys' messages wait on it (its
+     * consumer stopped, or stuck on one message), those messages go on, and later ones of p's
+     * moved keys with them: their order across the growth is no longer kept. Counted in
+     * growth_released_by_stall, reported through on_error once per old partition. A group that
+     * is merely behind commits as it goes: it is not released. 600000 (10 minutes); 0: never
+     * (they wait for p however long); else 1000..86400000. While the group's committed offsets
+     * cannot be read, the clock starts again. */
+    uint32_t growth_stall_ms;
     /* The producers' ring: their partitioner's ringlane.profile (NULL: the partitioner's
      * default, RL_CONSUMER_GROWTH_PROFILE) and ringlane.vnodes (0: the profile's default), as
      * `ringlane grow --profile --vnodes` recorded them. A profile whose rl_ring_add moves keys
@@ -463,6 +472,9 @@ typedef struct rl_consumer_stats {
     uint64_t growth_read_errors; /* reads of the records that failed (each reported) */
     uint64_t growth_waiting;     /* moved keys' messages held now */
     uint64_t growth_hold_ms;     /* the time the released ones were held, summed */
+    uint64_t growth_released_by_stall; /* moved keys' messages that went on because their old
+                                          partition's commits stalled (growth_stall_ms): held
+                                          ones (counted in growth_released too) and later ones */
 } rl_consumer_stats;
 
 /* Fills *out and up to cap partition entries (assigned partitions); *n (may be NULL) gets how
