@@ -71,6 +71,9 @@ static const counter_metric counters[] = {
     {"ringlane_consumer_growth_released_by_stall_total",
      "Moved keys' messages that went on because their old partition's commits stalled.",
      STAT(growth_released_by_stall)},
+    {"ringlane_consumer_growth_late_total",
+     "Messages of an old partition after the seal whose key the grown ring puts elsewhere.",
+     STAT(growth_late)},
 };
 
 /* A partition's gauge; a negative value (unknown) has no sample. */

@@ -137,14 +137,15 @@ static int write_json(const rl_consumer_stats *s, const rl_consumer_partition_st
                  s->skipped, s->offset_map_rejected, s->fetch_restarts);
     rl__json_put(&o, ",\"rate_limited\":%" PRIu64 ",\"rate_pauses\":%" PRIu64, s->rate_limited,
                  s->rate_pauses);
-    rl__json_put(
-        &o,
-        ",\"growth_held\":%" PRIu64 ",\"growth_released\":%" PRIu64 ",\"growth_unrouted\":%" PRIu64
-        ",\"growth_records\":%" PRIu64 ",\"growth_read_errors\":%" PRIu64
-        ",\"growth_waiting\":%" PRIu64 ",\"growth_hold_ms\":%" PRIu64
-        ",\"growth_released_by_stall\":%" PRIu64 ",\"partition\":[",
-        s->growth_held, s->growth_released, s->growth_unrouted, s->growth_records,
-        s->growth_read_errors, s->growth_waiting, s->growth_hold_ms, s->growth_released_by_stall);
+    rl__json_put(&o,
+                 ",\"growth_held\":%" PRIu64 ",\"growth_released\":%" PRIu64
+                 ",\"growth_unrouted\":%" PRIu64 ",\"growth_records\":%" PRIu64
+                 ",\"growth_read_errors\":%" PRIu64 ",\"growth_waiting\":%" PRIu64
+                 ",\"growth_hold_ms\":%" PRIu64 ",\"growth_released_by_stall\":%" PRIu64
+                 ",\"growth_late\":%" PRIu64 ",\"partition\":[",
+                 s->growth_held, s->growth_released, s->growth_unrouted, s->growth_records,
+                 s->growth_read_errors, s->growth_waiting, s->growth_hold_ms,
+                 s->growth_released_by_stall, s->growth_late);
     for (size_t i = 0; i < n; i++) {
         const rl_consumer_partition_stats *e = &ps[i];
         rl__json_put(&o, "%s{\"topic\":", i ? "," : "");

@@ -111,6 +111,51 @@ static const rl__growth *growth_of_part(rl__growth_fence *f, rl__part *p)
     return p->fence_growth;
 }
 
+/* The newest sealed growth that p is an old partition of (p < from), NULL when none: its ring
+ * over `to` is where producers put keys since. Cached as growth_of_part. */
+static const rl__growth *late_growth_of(rl__growth_fence *f, rl__part *p)
+{
+    if (!f->view)
+        return NULL;
+    if (p->late_gen == f->view_gen)
+        return p->late_growth;
+    p->late_gen = f->view_gen;
+    p->late_growth = NULL;
+    uint32_t q = (uint32_t)p->partition;
+    for (size_t i = 0; i < f->view->n; i++) {
+        const rl__growth *g = &f->view->v[i];
+        if (g->state == RL__GROWTH_SEALED && q < g->from && strcmp(g->topic, p->topic->name) == 0 &&
+            (!p->late_growth || g->to > p->late_growth->to))
+            p->late_growth = g;
+    }
+    return p->late_growth;
+}
+
+/* A message of old partition p at or above its growth point whose key the ring over the
+ * growth's `to` puts elsewhere: a producer routed over the old count after the seal. It is
+ * handled as any message of p (its key's later messages may have run already): counted and
+ * reported once per assignment of p. */
+static void watch_late(rl_consumer_t *c, rl__part *p, const rd_kafka_message_t *m)
+{
+    const rl__growth *g = late_growth_of(c->fence, p);
+    uint32_t node, q = (uint32_t)p->partition;
+    if (!g || m->offset < g->points[q] || !m->key || !m->key_len ||
+        rl_ring_lookup(g->ring_to, m->key, m->key_len, &node) != 0 || node == q)
+        return;
+    c->stats.growth_late++;
+    if (p->late_reported)
+        return;
+    p->late_reported = true;
+    rl__consumer_error(c, RD_KAFKA_RESP_ERR__STATE,
+                       "growth fence: %s [%u]: the message at offset %" PRId64
+                       " (at or above the growth point %" PRId64 ") has a key the ring over %u "
+                       "partitions puts in %u: a producer still routes over %u after the seal, "
+                       "and that key's order across the growth is not kept (growth_late; "
+                       "reported once per assignment)",
+                       g->topic, (unsigned)q, m->offset, g->points[q], (unsigned)g->to,
+                       (unsigned)node, (unsigned)g->from);
+}
+
 static int64_t committed_of(const rl__growth_fence *f, const char *topic, uint32_t partition)
 {
     if (!f->committed)
@@ -243,6 +288,11 @@ int rl__growth_fence_admit(rl_consumer_t *c, rl__part *p, const rd_kafka_message
     rl__growth_fence *f = c->fence;
     if (held_whole(f, p))
         return block(c, p, m);
+    bool first = m->offset > p->fence_seen; /* counters count a message once */
+    if (first) {
+        p->fence_seen = m->offset;
+        watch_late(c, p, m);
+    }
     const rl__growth *g = growth_of_part(f, p);
     if (!g || g->state == RL__GROWTH_ABORTED)
         return RL__GROWTH_FENCE_PASS;
@@ -250,7 +300,7 @@ int rl__growth_fence_admit(rl_consumer_t *c, rl__part *p, const rd_kafka_message
     if (!m->key || !m->key_len || rl_ring_lookup(g->ring_to, m->key, m->key_len, &to_node) != 0 ||
         to_node != (uint32_t)p->partition ||
         rl_ring_lookup(g->ring_from, m->key, m->key_len, &from_node) != 0) {
-        c->stats.growth_unrouted++; /* placed by no ring: G1 says nothing about it */
+        c->stats.growth_unrouted += first; /* placed by no ring: G1 says nothing about it */
         return RL__GROWTH_FENCE_PASS;
     }
     *src = from_node;
@@ -261,7 +311,7 @@ int rl__growth_fence_admit(rl_consumer_t *c, rl__part *p, const rd_kafka_message
         return RL__GROWTH_FENCE_PASS;
     if (!stalled(f, g, from_node))
         return RL__GROWTH_FENCE_HOLD;
-    c->stats.growth_released_by_stall++;
+    c->stats.growth_released_by_stall += first;
     return RL__GROWTH_FENCE_PASS;
 }
 
@@ -391,7 +441,10 @@ void rl__growth_fence_assigned(rl_consumer_t *c, rl__part *p)
     p->fence_req = ++f->read_req; /* a read begun after this assignment */
     uv_mutex_unlock(&f->mu);
     p->fence_gen = 0;
+    p->late_gen = 0;
     p->fence_counted = -1;
+    p->fence_seen = -1;
+    p->late_reported = false;
     p->fence_check_start = false;
 }
 

@@ -176,6 +176,7 @@ typedef struct gated {
 typedef struct run {
     seqcheck ck;
     atomic_long errors_stalled; /* on_error calls that said a wait stalled */
+    atomic_long errors_late;    /* on_error calls that named a late producer */
     uv_mutex_t mu;
     bool open;
     gated *waiting;
@@ -235,6 +236,8 @@ static void count_refused(rl_consumer_t *c, rd_kafka_resp_err_t err, const char 
         atomic_fetch_add(&r->errors_refused, 1);
     if (strstr(reason, "growth fence") && strstr(reason, "has stayed below the growth point"))
         atomic_fetch_add(&r->errors_stalled, 1);
+    if (strstr(reason, "growth fence") && strstr(reason, "a producer still routes over"))
+        atomic_fetch_add(&r->errors_late, 1);
 }
 
 static uint32_t stall_ms = 600000; /* the consumers' growth_stall_ms in the next run */
@@ -423,6 +426,82 @@ static void without_fence_order_breaks(void **state)
     long v = growth_run(0);
     print_message("without the fence: %ld order violations\n", v);
     assert_true(v > 0);
+}
+
+/* --- a late producer: one that still routes over the old count after the seal --- */
+
+static void late_producer_is_counted(void **state)
+{
+    (void)state;
+    cluster_start(&k, 1);
+    const char *topic = "grow";
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, PARTS, 1), 0);
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, RL__GROWTH_TOPIC, 1, 1), 0);
+    run r;
+    memset(&r, 0, sizeof r);
+    seqcheck_init(&r.ck);
+    assert_int_equal(uv_mutex_init(&r.mu), 0);
+    atomic_init(&r.errors_late, 0);
+    r.open = true; /* no gate */
+    /* Before the growth, then sealed at the old partitions' ends. */
+    producer a;
+    producer_start_used(&a, &k, OLD);
+    for (int key = 0; key < KEYS; key++)
+        produce_seq(&a, topic, key, 0);
+    producer_flush(&a);
+    int64_t points[OLD], lo;
+    for (int p = 0; p < OLD; p++)
+        assert_int_equal(rd_kafka_query_watermark_offsets(a.rk, topic, p, &lo, &points[p], 5000),
+                         0);
+    record_growth(&k, topic, OLD, PARTS, RL__GROWTH_SEALED, points);
+    const char *topics[] = {topic};
+    cthread c;
+    fence_consumer(&c, &k, "g-late", topic, topics, &r, 1);
+    assert_rl_ok(ct_start(&c));
+    WAIT_FOR(seqcheck_get(&r.ck, &r.ck.handled) == KEYS, 60);
+    assert_int_equal(STAT(&c, growth_late), 0); /* below the growth points: not late */
+    /* The late producer: every key once more over the 4 old partitions, after the seal. */
+    for (int key = 0; key < KEYS; key++)
+        produce_seq(&a, topic, key, 1);
+    producer_flush(&a);
+    producer_stop(&a);
+    /* And a producer that switched: nothing late from it. */
+    producer b;
+    producer_start_used(&b, &k, PARTS);
+    for (int key = 0; key < KEYS; key++)
+        produce_seq(&b, topic, key, 2);
+    producer_flush(&b);
+    producer_stop(&b);
+    WAIT_FOR(seqcheck_get(&r.ck, &r.ck.handled) == 3 * KEYS, 60);
+    rl_ring_t *r4 = ref_partition_ring("balanced", RL_VNODES_PROFILE, OLD);
+    rl_ring_t *r6 = ref_partition_ring("balanced", RL_VNODES_PROFILE, PARTS);
+    int moved = 0, sources = 0;
+    bool source[OLD] = {0};
+    for (int key = 0; key < KEYS; key++) {
+        char kb[16];
+        int kl = msg_key(key, kb, sizeof kb);
+        int32_t from = ref_partition(r4, kb, (size_t)kl);
+        if (from != ref_partition(r6, kb, (size_t)kl)) {
+            moved++;
+            sources += !source[from];
+            source[from] = true;
+        }
+    }
+    rl_ring_free(r4);
+    rl_ring_free(r6);
+    uint64_t late = STAT(&c, growth_late);
+    long reports = atomic_load(&r.errors_late);
+    print_message("late producer: %" PRIu64 " late messages of %d moved keys, %ld reports (%d old "
+                  "partitions had moved keys)\n",
+                  late, moved, reports, sources);
+    assert_int_equal(seqcheck_get(&r.ck, &r.ck.handled), 3 * KEYS); /* handled as any */
+    assert_int_equal(late, (uint64_t)moved);
+    assert_int_equal(reports, sources); /* once per old partition (one assignment each) */
+    ct_stop(&c);
+    ct_free(&c);
+    uv_mutex_destroy(&r.mu);
+    uv_mutex_destroy(&r.ck.mu);
+    cluster_stop(&k);
 }
 
 /* --- an unusable record: its growth's partitions are held whole, and reported --- */
@@ -672,6 +751,7 @@ int main(void)
         cmocka_unit_test(fence_keeps_order_across_growth),
         cmocka_unit_test(without_fence_order_breaks),
         cmocka_unit_test(stalled_old_partitions_release_after_the_bound),
+        cmocka_unit_test(late_producer_is_counted),
         cmocka_unit_test(unusable_record_holds_its_partitions),
         cmocka_unit_test(new_partitions_start_at_their_beginning),
         cmocka_unit_test(nothing_grew_throughput),

@@ -475,6 +475,9 @@ typedef struct rl_consumer_stats {
     uint64_t growth_released_by_stall; /* moved keys' messages that went on because their old
                                           partition's commits stalled (growth_stall_ms): held
                                           ones (counted in growth_released too) and later ones */
+    uint64_t growth_late; /* messages of an old partition at or above its growth point whose key
+                             the grown ring puts elsewhere: a producer routed over the old count
+                             after the seal (handled as any; reported once per assignment) */
 } rl_consumer_stats;
 
 /* Fills *out and up to cap partition entries (assigned partitions); *n (may be NULL) gets how
