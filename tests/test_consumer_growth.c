@@ -177,6 +177,7 @@ typedef struct run {
     seqcheck ck;
     atomic_long errors_stalled; /* on_error calls that said a wait stalled */
     atomic_long errors_late;    /* on_error calls that named a late producer */
+    atomic_long errors_read;    /* on_error calls that said a read of the records failed */
     uv_mutex_t mu;
     bool open;
     gated *waiting;
@@ -238,6 +239,8 @@ static void count_refused(rl_consumer_t *c, rd_kafka_resp_err_t err, const char 
         atomic_fetch_add(&r->errors_stalled, 1);
     if (strstr(reason, "growth fence") && strstr(reason, "a producer still routes over"))
         atomic_fetch_add(&r->errors_late, 1);
+    if (strstr(reason, "growth fence") && strstr(reason, "retried every second"))
+        atomic_fetch_add(&r->errors_read, 1);
 }
 
 static uint32_t stall_ms = 600000; /* the consumers' growth_stall_ms in the next run */
@@ -426,6 +429,71 @@ static void without_fence_order_breaks(void **state)
     long v = growth_run(0);
     print_message("without the fence: %ld order violations\n", v);
     assert_true(v > 0);
+}
+
+/* --- the records cannot be read: fail closed --- */
+
+static void record_read_failures_hold_everything(void **state)
+{
+    (void)state;
+    cluster_start(&k, 1);
+    const char *topic = "grow";
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, PARTS, 1), 0);
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, RL__GROWTH_TOPIC, 1, 1), 0);
+    /* The records' topic refused (an ACL, say): a failure, never "no records". */
+    rd_kafka_mock_topic_set_error(k.mock, RL__GROWTH_TOPIC,
+                                  RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+    run r;
+    memset(&r, 0, sizeof r);
+    seqcheck_init(&r.ck);
+    assert_int_equal(uv_mutex_init(&r.mu), 0);
+    atomic_init(&r.errors_read, 0);
+    r.open = true; /* no gate */
+    producer a;
+    producer_start_used(&a, &k, OLD);
+    for (int key = 0; key < KEYS; key++)
+        produce_seq(&a, topic, key, 0);
+    producer_flush(&a);
+    const char *topics[] = {topic};
+    cthread c;
+    fence_consumer(&c, &k, "g-unreadable", topic, topics, &r, 1);
+    assert_rl_ok(ct_start(&c));
+    /* Every partition held (even the old ones: nothing says the topic never grew), the failure
+     * reported once for the run of failures, the reads retried. */
+    WAIT_FOR(STAT(&c, growth_read_errors) >= 3 && STAT(&c, growth_held) >= (uint64_t)KEYS, 60);
+    uint64_t errors = STAT(&c, growth_read_errors), held = STAT(&c, growth_held);
+    long handled = seqcheck_get(&r.ck, &r.ck.handled), reports = atomic_load(&r.errors_read);
+    print_message("records unreadable: %" PRIu64 " failed reads, %ld reports, %" PRIu64
+                  " messages held, %ld handled\n",
+                  errors, reports, held, handled);
+    assert_true(errors >= 3);
+    assert_int_equal(reports, 1);
+    assert_int_equal(handled, 0);
+    assert_int_equal(held, (uint64_t)KEYS);
+    /* Readable again: everything goes. */
+    rd_kafka_mock_topic_set_error(k.mock, RL__GROWTH_TOPIC, RD_KAFKA_RESP_ERR_NO_ERROR);
+    WAIT_FOR(seqcheck_get(&r.ck, &r.ck.handled) == KEYS, 60);
+    assert_int_equal(seqcheck_get(&r.ck, &r.ck.handled), KEYS);
+    /* Unreadable after a good read: the last good records stay in force, and the topic never
+     * grew, so its messages go on. Reported again (a new run of failures). */
+    uint64_t before = STAT(&c, growth_read_errors);
+    rd_kafka_mock_topic_set_error(k.mock, RL__GROWTH_TOPIC,
+                                  RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+    WAIT_FOR(STAT(&c, growth_read_errors) > before && atomic_load(&r.errors_read) == 2, 60);
+    for (int key = 0; key < KEYS; key++)
+        produce_seq(&a, topic, key, 1);
+    producer_flush(&a);
+    producer_stop(&a);
+    WAIT_FOR(seqcheck_get(&r.ck, &r.ck.handled) == 2 * KEYS, 60);
+    assert_int_equal(seqcheck_get(&r.ck, &r.ck.handled), 2 * KEYS);
+    assert_true(STAT(&c, growth_read_errors) > before);
+    assert_int_equal(atomic_load(&r.errors_read), 2);
+    assert_int_equal(r.ck.violations, 0);
+    ct_stop(&c);
+    ct_free(&c);
+    uv_mutex_destroy(&r.mu);
+    uv_mutex_destroy(&r.ck.mu);
+    cluster_stop(&k);
 }
 
 /* --- a late producer: one that still routes over the old count after the seal --- */
@@ -752,6 +820,7 @@ int main(void)
         cmocka_unit_test(without_fence_order_breaks),
         cmocka_unit_test(stalled_old_partitions_release_after_the_bound),
         cmocka_unit_test(late_producer_is_counted),
+        cmocka_unit_test(record_read_failures_hold_everything),
         cmocka_unit_test(unusable_record_holds_its_partitions),
         cmocka_unit_test(new_partitions_start_at_their_beginning),
         cmocka_unit_test(nothing_grew_throughput),
