@@ -14,10 +14,10 @@
 #     takes over its keys on 12 partitions (--seq-base: each key's sequence numbers go on);
 #     producer B goes on over 8 for 3.6 s more (the late one), then switches the same way;
 #   - once B's old producer has ended, `ringlane grow --pinned` seals the growth;
-#   - consumer-2 is killed with SIGKILL 1.5 s before A's switch (its old partitions wait for
-#     the group to notice, while A's moved keys already go to new partitions) and started
-#     again; consumer-3 is killed 1 s after the seal (while the fence holds moved keys) and
-#     started again.
+#   - consumer-2 is killed with SIGKILL when A's old producer has 1.5 s of events left (its
+#     old partitions wait for the group to notice, while A's moved keys already go to new
+#     partitions) and started again; consumer-3 is killed 1 s after the seal (while the
+#     fence holds moved keys) and started again.
 #
 # check_records (shares no code with the demo or the consumer) judges every file: per-key
 # order in each assignment, nothing lost, no commit past an unhandled event, every duplicate
@@ -136,7 +136,6 @@ wait_producer() {
     wait "$p" || fail "producer $1 failed"
     say "$1: $(grep '^producer:' "$work/$1.log" | tail -n 1)"
 }
-t_a=$(awk -v n=$((keys * first_a)) -v r="$rate" 'BEGIN { printf "%.1f", n / r }')
 start_producer a1 0 8 0 "$first_a"
 start_producer b1 "$keys" 8 0 "$first_b"
 
@@ -145,8 +144,14 @@ start_producer b1 "$keys" 8 0 "$first_b"
 grow_pid=$!
 say "ringlane grow --announce-only (pid $grow_pid)"
 
-# consumer-2 killed 1.5 s before A's old producer ends; back 1 s later.
-sleep "$(awk -v t="$t_a" 'BEGIN { printf "%.1f", t - 1.5 }')"
+# consumer-2 killed when A's old producer has 1.5 s of events left (counted from its
+# acknowledged events, so a loaded machine moves the kill with the producer); back 1 s later.
+kill_at=$((keys * first_a - rate * 3 / 2))
+while kill -0 "$prod_a1" 2>/dev/null; do
+    acked=$(grep -c '^P' "$work/a1.prec" 2>/dev/null)
+    [ "${acked:-0}" -ge "$kill_at" ] && break
+    sleep 0.1
+done
 kill_consumer 2
 sleep 1
 start_consumer 2
