@@ -243,6 +243,30 @@ static void count_refused(rl_consumer_t *c, rd_kafka_resp_err_t err, const char 
         atomic_fetch_add(&r->errors_read, 1);
 }
 
+/* The mock cluster with the topic (PARTS partitions) and the records' topic, and a run with its
+ * gate open (old partitions' messages end at once) or closed. */
+static void growth_setup(const char *topic, run *r, bool open)
+{
+    cluster_start(&k, 1);
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, PARTS, 1), 0);
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, RL__GROWTH_TOPIC, 1, 1), 0);
+    memset(r, 0, sizeof *r);
+    seqcheck_init(&r->ck);
+    assert_int_equal(uv_mutex_init(&r->mu), 0);
+    atomic_init(&r->errors_refused, 0);
+    atomic_init(&r->errors_stalled, 0);
+    atomic_init(&r->errors_late, 0);
+    atomic_init(&r->errors_read, 0);
+    r->open = open;
+}
+
+static void growth_teardown(run *r)
+{
+    uv_mutex_destroy(&r->mu);
+    uv_mutex_destroy(&r->ck.mu);
+    cluster_stop(&k);
+}
+
 static uint32_t stall_ms = 600000; /* the consumers' growth_stall_ms in the next run */
 
 static void fence_consumer(cthread *t, const cluster *kc, const char *group, const char *topic,
@@ -286,16 +310,9 @@ static long growth_run(int fence)
     rl_ring_free(r4);
     rl_ring_free(r6);
 
-    cluster_start(&k, 1);
     const char *topic = "grow";
-    assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, PARTS, 1), 0);
-    assert_int_equal(rd_kafka_mock_topic_create(k.mock, RL__GROWTH_TOPIC, 1, 1), 0);
     run r;
-    memset(&r, 0, sizeof r);
-    seqcheck_init(&r.ck);
-    assert_int_equal(uv_mutex_init(&r.mu), 0);
-    atomic_init(&r.errors_refused, 0);
-    atomic_init(&r.errors_stalled, 0);
+    growth_setup(topic, &r, false);
 
     /* The consumers join before anything is written: an eager rebalance while old
      * messages wait for the gate would wait revoke_timeout_ms for them. */
@@ -401,9 +418,7 @@ static long growth_run(int fence)
     }
     ct_free(&c1);
     ct_free(&c2);
-    uv_mutex_destroy(&r.mu);
-    uv_mutex_destroy(&r.ck.mu);
-    cluster_stop(&k);
+    growth_teardown(&r);
     return violations;
 }
 
@@ -436,19 +451,12 @@ static void without_fence_order_breaks(void **state)
 static void record_read_failures_hold_everything(void **state)
 {
     (void)state;
-    cluster_start(&k, 1);
     const char *topic = "grow";
-    assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, PARTS, 1), 0);
-    assert_int_equal(rd_kafka_mock_topic_create(k.mock, RL__GROWTH_TOPIC, 1, 1), 0);
+    run r;
+    growth_setup(topic, &r, true);
     /* The records' topic refused (an ACL, say): a failure, never "no records". */
     rd_kafka_mock_topic_set_error(k.mock, RL__GROWTH_TOPIC,
                                   RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
-    run r;
-    memset(&r, 0, sizeof r);
-    seqcheck_init(&r.ck);
-    assert_int_equal(uv_mutex_init(&r.mu), 0);
-    atomic_init(&r.errors_read, 0);
-    r.open = true; /* no gate */
     producer a;
     producer_start_used(&a, &k, OLD);
     for (int key = 0; key < KEYS; key++)
@@ -491,9 +499,7 @@ static void record_read_failures_hold_everything(void **state)
     assert_int_equal(r.ck.violations, 0);
     ct_stop(&c);
     ct_free(&c);
-    uv_mutex_destroy(&r.mu);
-    uv_mutex_destroy(&r.ck.mu);
-    cluster_stop(&k);
+    growth_teardown(&r);
 }
 
 /* --- a late producer: one that still routes over the old count after the seal --- */
@@ -501,16 +507,9 @@ static void record_read_failures_hold_everything(void **state)
 static void late_producer_is_counted(void **state)
 {
     (void)state;
-    cluster_start(&k, 1);
     const char *topic = "grow";
-    assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, PARTS, 1), 0);
-    assert_int_equal(rd_kafka_mock_topic_create(k.mock, RL__GROWTH_TOPIC, 1, 1), 0);
     run r;
-    memset(&r, 0, sizeof r);
-    seqcheck_init(&r.ck);
-    assert_int_equal(uv_mutex_init(&r.mu), 0);
-    atomic_init(&r.errors_late, 0);
-    r.open = true; /* no gate */
+    growth_setup(topic, &r, true);
     /* Before the growth, then sealed at the old partitions' ends. */
     producer a;
     producer_start_used(&a, &k, OLD);
@@ -567,9 +566,7 @@ static void late_producer_is_counted(void **state)
     assert_int_equal(reports, sources); /* once per old partition (one assignment each) */
     ct_stop(&c);
     ct_free(&c);
-    uv_mutex_destroy(&r.mu);
-    uv_mutex_destroy(&r.ck.mu);
-    cluster_stop(&k);
+    growth_teardown(&r);
 }
 
 /* --- an unusable record: its growth's partitions are held whole, and reported --- */
@@ -577,19 +574,12 @@ static void late_producer_is_counted(void **state)
 static void unusable_record_holds_its_partitions(void **state)
 {
     (void)state;
-    cluster_start(&k, 1);
     const char *topic = "grow";
-    assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, PARTS, 1), 0);
-    assert_int_equal(rd_kafka_mock_topic_create(k.mock, RL__GROWTH_TOPIC, 1, 1), 0);
+    run r;
+    growth_setup(topic, &r, true);
     /* Cut in its ring field: the codec refuses it. */
     record_write(&k, "grow/4->6",
                  "ringlane-growth 1 topic=grow from=4 to=6 profile=balanced vnodes=64 ring=9c0e");
-    run r;
-    memset(&r, 0, sizeof r);
-    seqcheck_init(&r.ck);
-    assert_int_equal(uv_mutex_init(&r.mu), 0);
-    atomic_init(&r.errors_refused, 0);
-    r.open = true; /* no gate */
     producer b;
     producer_start_used(&b, &k, PARTS);
     for (int s = 0; s < N1; s++)
@@ -624,19 +614,16 @@ static void unusable_record_holds_its_partitions(void **state)
     assert_int_equal(atomic_load(&r.errors_refused), 1); /* reported once, not at every read */
     ct_stop(&c);
     ct_free(&c);
-    uv_mutex_destroy(&r.mu);
-    uv_mutex_destroy(&r.ck.mu);
-    cluster_stop(&k);
+    growth_teardown(&r);
 }
 
 /* --- a new partition without a commit starts at its beginning --- */
 
 static long latest_run(int fence, int64_t *in_new)
 {
-    cluster_start(&k, 1);
     const char *topic = "grow";
-    assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, PARTS, 1), 0);
-    assert_int_equal(rd_kafka_mock_topic_create(k.mock, RL__GROWTH_TOPIC, 1, 1), 0);
+    run r;
+    growth_setup(topic, &r, true);
     int64_t points[OLD] = {0, 0, 0, 0}; /* nothing was written before the growth */
     record_growth(&k, topic, OLD, PARTS, RL__GROWTH_SEALED, points);
     producer b;
@@ -646,12 +633,6 @@ static long latest_run(int fence, int64_t *in_new)
     producer_flush(&b);
     producer_stop(&b);
     *in_new = messages_in(topic, OLD, PARTS);
-    run r;
-    memset(&r, 0, sizeof r);
-    seqcheck_init(&r.ck);
-    assert_int_equal(uv_mutex_init(&r.mu), 0);
-    atomic_init(&r.errors_refused, 0);
-    r.open = true;
     const char *topics[] = {topic};
     cthread c;
     fence_consumer(&c, &k, "g-latest", topic, topics, &r, fence);
@@ -663,9 +644,7 @@ static long latest_run(int fence, int64_t *in_new)
     long got = seqcheck_get(&r.ck, &r.ck.new_handled);
     ct_stop(&c);
     ct_free(&c);
-    uv_mutex_destroy(&r.mu);
-    uv_mutex_destroy(&r.ck.mu);
-    cluster_stop(&k);
+    growth_teardown(&r);
     return got;
 }
 

@@ -33,54 +33,19 @@ group=ringlane-cluster
 work=$(mktemp -d)
 start=$(date +%s.%N)
 
-elapsed() { awk -v s="$start" -v n="$(date +%s.%N)" 'BEGIN { printf "%.1f", n - s }'; }
-say() { echo "[$(elapsed)s] $*"; }
-
 cluster_pid=""
 producer_pid=""
 idle_pid=""
 pid_1=""
 pid_2=""
 pid_3=""
-cleanup() {
-    for p in $pid_1 $pid_2 $pid_3 $producer_pid $idle_pid $cluster_pid; do
-        kill -9 "$p" 2>/dev/null
-    done
-    if [ "${KEEP:-0}" = 1 ]; then
-        echo "process_cluster: the files are in $work"
-    else
-        rm -rf "$work"
-    fi
-}
-trap cleanup EXIT
+. "$(dirname "$0")/cluster_lib.sh"
+trap 'cleanup_run process_cluster $pid_1 $pid_2 $pid_3 $producer_pid $idle_pid $cluster_pid' EXIT
 trap 'exit 1' INT TERM
 
-fail() {
-    say "FAILED: $*"
-    for f in "$work"/*.log; do
-        [ -f "$f" ] && { echo "--- $f (last lines)"; tail -n 5 "$f"; }
-    done
-    exit 1
-}
-
-# --- the cluster: its stdin and stdout are FIFOs this script holds on descriptors 3 and 4 ---
-# It answers "ready bootstrap.servers=..." when it is up and one line per command; when it
-# dies, the read of its stdout ends at once (docs/demo.md shows the same by hand).
-mkfifo "$work/cluster.in" "$work/cluster.out"
-"$demo" --role cluster --group "$group" <"$work/cluster.in" >"$work/cluster.out" \
-    2>"$work/cluster.log" &
-cluster_pid=$!
-exec 3>"$work/cluster.in" 4<"$work/cluster.out"
-IFS= read -r ready <&4 || fail "the cluster process ended before it was ready"
-servers=${ready#ready bootstrap.servers=}
+# --- the cluster ---
+cluster_start "$demo" "$group"
 say "cluster: $servers (pid $cluster_pid)"
-
-# cluster_cmd CMD: one command, and its answer.
-cluster_cmd() {
-    (echo "$1" >&3) 2>/dev/null && IFS= read -r answer <&4 ||
-        fail "cluster: the process ended (no answer to '$1')"
-    [ "$answer" = "ok $1" ] || fail "cluster: $answer"
-}
 cluster_cmd "topic ringlane.idle 1"
 
 # --- the processes ---
@@ -190,10 +155,7 @@ for n in 1 2 3; do
     eval "pid_$n="
     [ "$status" -eq 0 ] || fail "consumer-$n failed (exit $status)"
 done
-cluster_cmd quit
-wait "$cluster_pid"
-cluster_pid=""
-exec 3>&- 4<&-
+cluster_quit
 say "stopped; $(grep -c . "$work/kills") kills, $(files | wc -l) consumer processes in all"
 for n in 1 2 3; do
     say "consumer-$n: $(grep -h "^consumer-$n: handled .* events" "$work/consumer-$n.log" | tail -n 1 | cut -d, -f1-3)"

@@ -49,50 +49,19 @@ grow="$grow --vnodes default --announce-wait 30 --timeout 30"
 work=$(mktemp -d)
 start=$(date +%s.%N)
 
-elapsed() { awk -v s="$start" -v n="$(date +%s.%N)" 'BEGIN { printf "%.1f", n - s }'; }
-say() { echo "[$(elapsed)s] $*"; }
-
 cluster_pid=""
 pid_1=""
 pid_2=""
 pid_3=""
 prod_pids=""
 grow_pid=""
-cleanup() {
-    for p in $pid_1 $pid_2 $pid_3 $prod_pids $grow_pid $cluster_pid; do
-        kill -9 "$p" 2>/dev/null
-    done
-    if [ "${KEEP:-0}" = 1 ]; then
-        echo "process_growth: the files are in $work"
-    else
-        rm -rf "$work"
-    fi
-}
-trap cleanup EXIT
+. "$(dirname "$0")/cluster_lib.sh"
+trap 'cleanup_run process_growth $pid_1 $pid_2 $pid_3 $prod_pids $grow_pid $cluster_pid' EXIT
 trap 'exit 1' INT TERM
 
-fail() {
-    say "FAILED: $*"
-    for f in "$work"/*.log; do
-        [ -f "$f" ] && { echo "--- $f (last lines)"; tail -n 5 "$f"; }
-    done
-    exit 1
-}
-
-# --- the cluster, steered through FIFOs on descriptors 3 and 4 (as process_cluster.sh) ---
-mkfifo "$work/cluster.in" "$work/cluster.out"
-"$demo" --role cluster --group "$group" <"$work/cluster.in" >"$work/cluster.out" \
-    2>"$work/cluster.log" &
-cluster_pid=$!
-exec 3>"$work/cluster.in" 4<"$work/cluster.out"
-IFS= read -r ready <&4 || fail "the cluster process ended before it was ready"
-servers=${ready#ready bootstrap.servers=}
+# --- the cluster ---
+cluster_start "$demo" "$group"
 grow=$(echo "$grow" | sed "s|SERVERS|$servers|")
-cluster_cmd() {
-    (echo "$1" >&3) 2>/dev/null && IFS= read -r answer <&4 ||
-        fail "cluster: the process ended (no answer to '$1')"
-    [ "$answer" = "ok $1" ] || fail "cluster: $answer"
-}
 cluster_cmd "topic $topic 12"
 cluster_cmd "topic __ringlane_growth 1"
 say "cluster: $servers; $topic with 12 partitions, producers on 8 until they switch"
@@ -201,10 +170,7 @@ for n in 1 2 3; do
     eval "pid_$n="
     [ "$status" -eq 0 ] || fail "consumer-$n failed (exit $status)"
 done
-cluster_cmd quit
-wait "$cluster_pid"
-cluster_pid=""
-exec 3>&- 4<&-
+cluster_quit
 # What the fence held, from each process's final statistics (a killed one prints none).
 held=0
 for n in 1 2 3; do
