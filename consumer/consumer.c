@@ -328,13 +328,17 @@ int rl_consumer_close(rl_consumer_t *c, rl_consumer_close_cb cb)
 /* The growth fence's options: bounds, and a profile that can be fenced at all. */
 static int check_growth(const rl_consumer_options *o)
 {
-    if (o->growth_reread_ms < 100 || o->growth_reread_ms > 3600000)
+    if (o->growth_reread_ms < 100 || o->growth_reread_ms > 30000)
         return rl_error_detail_set(RL_EINVAL,
-                                   "growth_reread_ms %u: must be 100..3600000 (15000: "
-                                   "`ringlane grow` waits twice the longest re-read)",
+                                   "growth_reread_ms %u: must be 100..30000 (15000): `ringlane "
+                                   "grow` lets producers route over a grown count 30 s after "
+                                   "the announce at the earliest, and every consumer must have "
+                                   "read it by then",
                                    o->growth_reread_ms);
-    if (o->growth_read_timeout_ms < 100 || o->growth_read_timeout_ms > 600000)
-        return rl_error_detail_set(RL_EINVAL, "growth_read_timeout_ms %u: must be 100..600000",
+    if (o->growth_read_timeout_ms < 1000 || o->growth_read_timeout_ms > 600000)
+        return rl_error_detail_set(RL_EINVAL,
+                                   "growth_read_timeout_ms %u: must be 1000..600000 (10000): a "
+                                   "read starts a fetch from the beginning of the records",
                                    o->growth_read_timeout_ms);
     if (o->growth_stall_ms && (o->growth_stall_ms < 1000 || o->growth_stall_ms > 86400000))
         return rl_error_detail_set(RL_EINVAL,

@@ -72,7 +72,8 @@ typedef struct rl__part {
     uint64_t fence_req;                    /* the read of the records its assignment asked for */
     uint64_t fence_gen;                    /* the view fence_growth was looked up in */
     const struct rl__growth *fence_growth; /* the growth that made it, NULL for none */
-    int64_t fence_counted; /* the newest offset counted in growth_held while held whole */
+    int64_t fence_counted; /* the newest offset counted in growth_held (held whole, or then as a
+                              moved key's: counted once) */
     int64_t fence_seen;    /* the newest offset rl__growth_fence_admit counted (a message
                               refused by the lanes comes back: counted once) */
     uint64_t late_gen;     /* the view late_growth was looked up in */

@@ -354,7 +354,10 @@ int rl__growth_fence_hold(rl_consumer_t *c, rl__part *p, rl__cjob *j, uint32_t s
     h->tail[src] = j;
     h->count++;
     c->fence->held_now++;
-    c->stats.growth_held++;
+    if (j->offset > p->fence_counted) { /* not when it was counted held whole before */
+        p->fence_counted = j->offset;
+        c->stats.growth_held++;
+    }
     return 0;
 }
 

@@ -747,6 +747,14 @@ static void set_reread_0(rl_consumer_options *o)
 {
     o->growth_reread_ms = 0;
 }
+static void set_reread_big(rl_consumer_options *o)
+{
+    o->growth_reread_ms = 30001;
+}
+static void set_read_timeout_small(rl_consumer_options *o)
+{
+    o->growth_read_timeout_ms = 999;
+}
 static void set_read_timeout_big(rl_consumer_options *o)
 {
     o->growth_read_timeout_ms = 600001;
@@ -776,10 +784,14 @@ static void set_vnodes_jump(rl_consumer_options *o)
 static void growth_options_refused(void **state)
 {
     (void)state;
-    assert_refused(refused_new(set_reread_0), RL_EINVAL, "growth_reread_ms 0: must be 100..3600000",
-                   "");
+    assert_refused(refused_new(set_reread_0), RL_EINVAL, "growth_reread_ms 0: must be 100..30000",
+                   "announce");
+    assert_refused(refused_new(set_reread_big), RL_EINVAL,
+                   "growth_reread_ms 30001: must be 100..30000", "every consumer must have read");
+    assert_refused(refused_new(set_read_timeout_small), RL_EINVAL,
+                   "growth_read_timeout_ms 999: must be 1000..600000", "");
     assert_refused(refused_new(set_read_timeout_big), RL_EINVAL,
-                   "growth_read_timeout_ms 600001: must be 100..600000", "");
+                   "growth_read_timeout_ms 600001: must be 1000..600000", "");
     assert_refused(refused_new(set_stall_short), RL_EINVAL,
                    "growth_stall_ms 999: must be 0 (never) or 1000..86400000", "");
     assert_refused(refused_new(set_stall_long), RL_EINVAL, "growth_stall_ms 86400001", "");

@@ -259,10 +259,11 @@ typedef struct rl_consumer_options {
      * message is unfinished (no commit passes it); a revoke drops it for the next owner. A new
      * partition without a committed offset starts at its beginning, whatever auto.offset.reset
      * says. Counted in the growth_* statistics. */
-    int growth_fence;          /* 1: on (0) */
-    uint32_t growth_reread_ms; /* how often the records are read again (15000; 100..3600000) */
+    int growth_fence;                /* 1: on (0) */
+    uint32_t growth_reread_ms;       /* how often the records are read again (15000; 100..30000: at
+                                        most the shortest --announce-wait of `ringlane grow`, 30 s) */
     uint32_t growth_read_timeout_ms; /* a read that has not reached the end by then failed
-                                        (10000; 100..600000) */
+                                        (10000; 1000..600000) */
     /* The bound on a wait (after the seal only): when the group's committed offset of an old
      * partition p has not moved for growth_stall_ms while moved keys' messages wait on it (its
      * consumer stopped, or stuck on one message), those messages go on, and later ones of p's
@@ -469,9 +470,12 @@ typedef struct rl_consumer_stats {
         growth_unrouted;         /* messages of a grown partition the producers' ring did not put
                                     there (NULL or empty keys, the partitioner's fallbacks): not held */
     uint64_t growth_records;     /* growth records in the last complete read (every topic's) */
-    uint64_t growth_read_errors; /* reads of the records that failed (each reported) */
+    uint64_t growth_read_errors; /* reads of the records that failed (each run of failures
+                                    reported once, through on_error) */
     uint64_t growth_waiting;     /* moved keys' messages held now */
-    uint64_t growth_hold_ms;     /* the time the released ones were held, summed */
+    uint64_t growth_hold_ms;     /* the time the released ones were held as moved keys' (from
+                                    their taking to their release; a wait of their partition
+                                    held whole before that is not counted), summed */
     uint64_t growth_released_by_stall; /* moved keys' messages that went on because their old
                                           partition's commits stalled (growth_stall_ms): held
                                           ones (counted in growth_released too) and later ones */
