@@ -502,6 +502,64 @@ static void record_read_failures_hold_everything(void **state)
     growth_teardown(&r);
 }
 
+/* --- a message held whole, then as a moved key's: counted once --- */
+
+static void held_twice_counts_once(void **state)
+{
+    (void)state;
+    const char *topic = "grow";
+    run r;
+    growth_setup(topic, &r, false); /* the old partitions' messages wait at the gate */
+    producer a;
+    producer_start_used(&a, &k, OLD);
+    for (int key = 0; key < KEYS; key++)
+        produce_seq(&a, topic, key, 0);
+    producer_flush(&a);
+    int64_t points[OLD], lo;
+    for (int p = 0; p < OLD; p++)
+        assert_int_equal(rd_kafka_query_watermark_offsets(a.rk, topic, p, &lo, &points[p], 5000),
+                         0);
+    producer_stop(&a);
+    record_growth(&k, topic, OLD, PARTS, RL__GROWTH_SEALED, points);
+    producer b;
+    producer_start_used(&b, &k, PARTS);
+    for (int key = 0; key < KEYS; key++)
+        produce_seq(&b, topic, key, 1);
+    producer_flush(&b);
+    producer_stop(&b);
+    int64_t in_new = messages_in(topic, OLD, PARTS);
+    /* Everything is there before the consumer, and the records cannot be read at first:
+     * every partition is held whole; once they can, the new partitions' messages wait on as
+     * moved keys' (the old ones' at the gate). */
+    rd_kafka_mock_topic_set_error(k.mock, RL__GROWTH_TOPIC,
+                                  RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+    const char *topics[] = {topic};
+    cthread c;
+    fence_consumer(&c, &k, "g-twice", topic, topics, &r, 1);
+    assert_rl_ok(ct_start(&c));
+    WAIT_FOR(STAT(&c, growth_held) == 2 * KEYS, 60);
+    assert_int_equal(STAT(&c, growth_held), 2 * KEYS);
+    rd_kafka_mock_topic_set_error(k.mock, RL__GROWTH_TOPIC, RD_KAFKA_RESP_ERR_NO_ERROR);
+    WAIT_FOR(STAT(&c, growth_waiting) == (uint64_t)in_new, 60);
+    uint64_t held = STAT(&c, growth_held);
+    print_message("held whole, then as moved keys': %" PRIu64 " counted held of %d messages, "
+                  "%" PRIu64 " waiting\n",
+                  held, 2 * KEYS, STAT(&c, growth_waiting));
+    assert_int_equal(STAT(&c, growth_waiting), (uint64_t)in_new);
+    /* Each message once: the moved ones were counted twice. (consumed counts the new
+     * partitions' messages twice, rightly: assigned without a commit before the records said
+     * they are new, they are read again from their beginning.) */
+    assert_int_equal(held, 2 * KEYS);
+    gate_open(&r);
+    WAIT_FOR(seqcheck_get(&r.ck, &r.ck.handled) == 2 * KEYS, 60);
+    assert_int_equal(seqcheck_get(&r.ck, &r.ck.handled), 2 * KEYS);
+    assert_int_equal(r.ck.violations, 0);
+    assert_int_equal(STAT(&c, growth_held), 2 * KEYS);
+    ct_stop(&c);
+    ct_free(&c);
+    growth_teardown(&r);
+}
+
 /* --- a late producer: one that still routes over the old count after the seal --- */
 
 static void late_producer_is_counted(void **state)
@@ -811,6 +869,7 @@ int main(void)
         cmocka_unit_test(without_fence_order_breaks),
         cmocka_unit_test(stalled_old_partitions_release_after_the_bound),
         cmocka_unit_test(late_producer_is_counted),
+        cmocka_unit_test(held_twice_counts_once),
         cmocka_unit_test(record_read_failures_hold_everything),
         cmocka_unit_test(unusable_record_holds_its_partitions),
         cmocka_unit_test(new_partitions_start_at_their_beginning),
