@@ -179,15 +179,16 @@ struct rl_consumer {
     rl__topic **topics;
     uint32_t ntopics;
 
-    rl__cjob *dead_letters;  /* every dead letter not yet delivered */
-    bool serving;            /* inside a poll batch */
-    bool closing;            /* rl_consumer_close was called */
-    bool cooperative;        /* the group's protocol, as librdkafka last said (rebalance.c) */
-    bool draining;           /* a close took the queued jobs back and waits for the rest */
-    uint64_t drain_until_ms; /* ... until then at most (revoke_timeout_ms) */
-    bool leaving;            /* librdkafka is closing the consumer (close_queue called) */
-    uint64_t leave_mark;     /* LeaveGroup requests sent before that (rl__group_leaves) */
-    bool kafka_closed;       /* ... and has finished */
+    rl__cjob *dead_letters;      /* every dead letter not yet delivered, oldest first */
+    rl__cjob *dead_letters_tail; /* ... and the newest */
+    bool serving;                /* inside a poll batch */
+    bool closing;                /* rl_consumer_close was called */
+    bool cooperative;            /* the group's protocol, as librdkafka last said (rebalance.c) */
+    bool draining;               /* a close took the queued jobs back and waits for the rest */
+    uint64_t drain_until_ms;     /* ... until then at most (revoke_timeout_ms) */
+    bool leaving;                /* librdkafka is closing the consumer (close_queue called) */
+    uint64_t leave_mark;         /* LeaveGroup requests sent before that (rl__group_leaves) */
+    bool kafka_closed;           /* ... and has finished */
     bool dispatcher_gone;
     /* librdkafka before 2.3.0 with cooperative-sticky: a close before the first assignment
      * waits for it (see may_leave in consumer.c). */

@@ -203,6 +203,8 @@ static void unlink_job(rl_consumer_t *c, rl__cjob *j)
         c->dead_letters = j->next;
     if (j->next)
         j->next->prev = j->prev;
+    else
+        c->dead_letters_tail = j->prev;
     j->prev = j->next = NULL;
 }
 
@@ -273,11 +275,16 @@ void rl__dead_letter(rl_consumer_t *c, rl__cjob *j)
         rl__cjob_free(j);
         return;
     }
-    j->prev = NULL;
-    j->next = c->dead_letters;
-    if (j->next)
-        j->next->prev = j;
-    c->dead_letters = j;
+    /* Appended: the list is in the order the messages died, and the retries after a failed
+     * produce or a producer's replacement go in that order too (a key's dead letters were
+     * produced newest first when it was kept newest first). */
+    j->next = NULL;
+    j->prev = c->dead_letters_tail;
+    if (j->prev)
+        j->prev->next = j;
+    else
+        c->dead_letters = j;
+    c->dead_letters_tail = j;
     produce(c, j);
 }
 

@@ -166,6 +166,80 @@ static void note_restart(rl_consumer_t *c, rd_kafka_resp_err_t err, const char *
  * producer meets its answer, 10 ms to 1.2 s measured), then the dead letter is delivered and
  * counted once, and everything is committed. The old consumer retried on the dead producer
  * forever: no dead letter, commits stuck below the poison. */
+/* Values of the dead-letter topic in order: its only partition, read from the start. */
+typedef struct dlq_order {
+    int n;
+    char values[16][32];
+} dlq_order;
+
+static void note_order(const rd_kafka_message_t *m, void *arg)
+{
+    dlq_order *o = arg;
+    if (o->n < 16)
+        snprintf(o->values[o->n], sizeof o->values[0], "%.*s", (int)m->len,
+                 (const char *)m->payload);
+    o->n++;
+}
+
+static int poisons_handler(rl_consumer_t *c, const rd_kafka_message_t *m, uint32_t attempt)
+{
+    (void)attempt;
+    dlq_ctx *x = ((cthread *)rl_consumer_get_data(c))->user;
+    if (m->len >= 6 && memcmp(m->payload, "poison", 6) == 0)
+        return -7; /* "poison-0" .. "poison-4": every one dead-lettered */
+    checker_see(&x->ck, m);
+    return 0;
+}
+
+/* A key's dead letters waiting for a replaced producer go to the new one in the order they
+ * died. Five poisons of one key; the first producer meets a fatal error at its first Produce,
+ * so the five wait for its replacement (dlq_retry_ms 1 s later). They were kept newest first
+ * and reached the topic reversed (an outside stress round: offsets 1189, 1088, ... 486). */
+static void dead_letters_keep_their_order_across_a_replacement(void **state)
+{
+    (void)state;
+    const char *topic = "poison-order", *group = "g-poison-order";
+    enum { POISONS = 5 };
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, topic, 1, 1), 0);
+    assert_int_equal(rd_kafka_mock_topic_create(k.mock, "poison-order.dlq", 1, 1), 0);
+    producer p;
+    producer_start(&p, &k);
+    char kk[16];
+    int kl = msg_key(1, kk, sizeof kk);
+    for (int i = 0; i < POISONS; i++) {
+        char v[16];
+        int vl = snprintf(v, sizeof v, "poison-%d", i);
+        produce_raw(&p, topic, kk, (size_t)kl, v, (size_t)vl);
+    }
+    producer_flush(&p);
+    rd_kafka_resp_err_t fatal = RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
+    rd_kafka_mock_push_request_errors_array(k.mock, API_PRODUCE, 1, &fatal);
+    dlq_ctx x;
+    checker_init(&x.ck, 2);
+    atomic_init(&x.poison_calls, 0);
+    const char *topics[] = {topic};
+    cthread t;
+    ct_init(&t, consumer_conf(&k, group, "cooperative-sticky"), topics, 1, poisons_handler, &x);
+    t.opts.dispatch.max_attempts = 1;
+    t.opts.dlq_retry_ms = 1000;
+    assert_rl_ok(ct_start(&t));
+    WAIT_FOR(ct_dead_letters(&t) == POISONS, 60);
+    assert_rl_ok(ct_command(&t, CMD_STATS, NULL));
+    ct_stop(&t);
+    assert_int_equal(t.dead_letters, POISONS);
+    assert_int_equal(t.last.dlq_producer_restarts, 1);
+    dlq_order o = {0};
+    assert_int_equal(read_topic(&k, "poison-order.dlq", 1, note_order, &o), POISONS);
+    for (int i = 0; i < POISONS; i++) {
+        char want[16];
+        snprintf(want, sizeof want, "poison-%d", i);
+        assert_string_equal(o.values[i], want);
+    }
+    producer_stop(&p);
+    ct_free(&t);
+    checker_free(&x.ck);
+}
+
 static void dlq_producer_replaced_after_a_fatal_error(void **state)
 {
     (void)state;
@@ -551,6 +625,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(poison_goes_to_dlq),
         cmocka_unit_test(dlq_producer_replaced_after_a_fatal_error),
+        cmocka_unit_test(dead_letters_keep_their_order_across_a_replacement),
         cmocka_unit_test(no_lane_keeps_messages_until_one_is_added),
         cmocka_unit_test(malformed_messages_follow_the_policy),
         cmocka_unit_test(revoke_waits_for_in_flight),

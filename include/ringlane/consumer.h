@@ -117,7 +117,10 @@ enum rl_consumer_null_key {
     RL_CONSUMER_NULL_KEY_DEAD_LETTER = 1 /* dead-lettered ("no key") */
 };
 
-/* What a rebalance notification says happened to its partitions. */
+/* What a rebalance notification says happened to its partitions. With cooperative-sticky the
+ * lists are incremental (what was added or taken away this time; an ASSIGNED list may be
+ * empty), with eager assignors whole. A consumer that is closing may still be handed a
+ * partition (ASSIGNED) and give it back at once (REVOKED) as it leaves. */
 enum rl_consumer_rebalance {
     RL_CONSUMER_ASSIGNED = 0, /* now ours */
     RL_CONSUMER_REVOKED = 1,  /* released after waiting and committing */
