@@ -267,6 +267,20 @@ static void growth_teardown(run *r)
     cluster_stop(&k);
 }
 
+/* A producer on the OLD partitions writes sequence number `seq` of every key; points gets the
+ * old partitions' high watermarks after it (the growth points of a seal made then). */
+static void produce_before_growth(producer *a, const char *topic, int seq, int64_t *points)
+{
+    producer_start_used(a, &k, OLD);
+    for (int key = 0; key < KEYS; key++)
+        produce_seq(a, topic, key, seq);
+    producer_flush(a);
+    int64_t lo;
+    for (int p = 0; p < OLD; p++)
+        assert_int_equal(rd_kafka_query_watermark_offsets(a->rk, topic, p, &lo, &points[p], 5000),
+                         0);
+}
+
 static uint32_t stall_ms = 600000; /* the consumers' growth_stall_ms in the next run */
 
 static void fence_consumer(cthread *t, const cluster *kc, const char *group, const char *topic,
@@ -511,14 +525,8 @@ static void held_twice_counts_once(void **state)
     run r;
     growth_setup(topic, &r, false); /* the old partitions' messages wait at the gate */
     producer a;
-    producer_start_used(&a, &k, OLD);
-    for (int key = 0; key < KEYS; key++)
-        produce_seq(&a, topic, key, 0);
-    producer_flush(&a);
-    int64_t points[OLD], lo;
-    for (int p = 0; p < OLD; p++)
-        assert_int_equal(rd_kafka_query_watermark_offsets(a.rk, topic, p, &lo, &points[p], 5000),
-                         0);
+    int64_t points[OLD];
+    produce_before_growth(&a, topic, 0, points);
     producer_stop(&a);
     record_growth(&k, topic, OLD, PARTS, RL__GROWTH_SEALED, points);
     producer b;
@@ -570,14 +578,8 @@ static void late_producer_is_counted(void **state)
     growth_setup(topic, &r, true);
     /* Before the growth, then sealed at the old partitions' ends. */
     producer a;
-    producer_start_used(&a, &k, OLD);
-    for (int key = 0; key < KEYS; key++)
-        produce_seq(&a, topic, key, 0);
-    producer_flush(&a);
-    int64_t points[OLD], lo;
-    for (int p = 0; p < OLD; p++)
-        assert_int_equal(rd_kafka_query_watermark_offsets(a.rk, topic, p, &lo, &points[p], 5000),
-                         0);
+    int64_t points[OLD];
+    produce_before_growth(&a, topic, 0, points);
     record_growth(&k, topic, OLD, PARTS, RL__GROWTH_SEALED, points);
     const char *topics[] = {topic};
     cthread c;

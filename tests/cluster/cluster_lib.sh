@@ -51,6 +51,41 @@ cluster_cmd() {
     [ "$answer" = "ok $1" ] || fail "cluster: $answer"
 }
 
+# The consumers' record files.
+files() { ls "$work"/consumer-*.rec; }
+
+# drain CHECK PRODUCED: waits until check_records says every produced event was handled, at
+# most 90 s (a deadline that only ends a run that lost events, which check_records reports).
+drain() {
+    i=0
+    until progress=$("$1" --progress "$2" "$work/kills" $(files)); do
+        i=$((i + 1))
+        if [ "$i" -gt 90 ]; then
+            say "the consumers did not drain in 90 s: $progress"
+            break
+        fi
+        sleep 1
+    done
+    say "drained: $progress"
+}
+
+# stop_consumers: SIGTERM to consumer-1..3 (pid_1..pid_3): each revokes, commits and leaves;
+# its own order check decides its status, and any but 0 fails the run.
+stop_consumers() {
+    for n in 1 2 3; do
+        eval "p=\$pid_$n"
+        [ -n "$p" ] && kill -TERM "$p"
+    done
+    for n in 1 2 3; do
+        eval "p=\$pid_$n"
+        [ -n "$p" ] || continue
+        wait "$p"
+        status=$?
+        eval "pid_$n="
+        [ "$status" -eq 0 ] || fail "consumer-$n failed (exit $status)"
+    done
+}
+
 # cluster_quit: ends the cluster process and closes the FIFOs.
 cluster_quit() {
     cluster_cmd quit

@@ -120,17 +120,7 @@ status=$?
 producer_pid=""
 [ "$status" -eq 0 ] || fail "the producer failed (exit $status)"
 say "$(grep '^producer:' "$work/producer.log" | tail -n 1)"
-files() { ls "$work"/consumer-*.rec; }
-i=0
-until progress=$("$check" --progress "$work/producer.rec" "$work/kills" $(files)); do
-    i=$((i + 1))
-    if [ "$i" -gt 90 ]; then
-        say "the consumers did not drain in 90 s: $progress"
-        break
-    fi
-    sleep 1
-done
-say "drained: $progress"
+drain "$check" "$work/producer.rec"
 
 # The consumer on the empty topic has ended by itself long ago (--idle-exit 1).
 if kill -0 "$idle_pid" 2>/dev/null; then
@@ -143,18 +133,7 @@ idle_pid=""
 say "$(grep '^consumer-idle:' "$work/idle.log" | tail -n 1 | cut -c1-60)..."
 
 # SIGTERM: each consumer revokes, commits and leaves; its own order check decides its status.
-for n in 1 2 3; do
-    eval "p=\$pid_$n"
-    [ -n "$p" ] && kill -TERM "$p"
-done
-for n in 1 2 3; do
-    eval "p=\$pid_$n"
-    [ -n "$p" ] || continue
-    wait "$p"
-    status=$?
-    eval "pid_$n="
-    [ "$status" -eq 0 ] || fail "consumer-$n failed (exit $status)"
-done
+stop_consumers
 cluster_quit
 say "stopped; $(grep -c . "$work/kills") kills, $(files | wc -l) consumer processes in all"
 for n in 1 2 3; do

@@ -147,30 +147,10 @@ prod_pids=""
 
 # --- the end: the consumers drain, then end with SIGTERM (revoke, commit, leave) ---
 cat "$work"/*.prec >"$work/produced.rec"
-files() { ls "$work"/consumer-*.rec; }
-i=0
-until progress=$("$check" --progress "$work/produced.rec" "$work/kills" $(files)); do
-    i=$((i + 1))
-    if [ "$i" -gt 90 ]; then
-        say "the consumers did not drain in 90 s: $progress"
-        break
-    fi
-    sleep 1
-done
-say "drained: $progress"
-for n in 1 2 3; do
-    eval "p=\$pid_$n"
-    [ -n "$p" ] && kill -TERM "$p"
-done
-for n in 1 2 3; do
-    eval "p=\$pid_$n"
-    [ -n "$p" ] || continue
-    wait "$p"
-    status=$?
-    eval "pid_$n="
-    [ "$status" -eq 0 ] || fail "consumer-$n failed (exit $status)"
-done
+drain "$check" "$work/produced.rec"
+stop_consumers
 cluster_quit
+
 # What the fence held, from each process's final statistics (a killed one prints none).
 held=0
 for n in 1 2 3; do
