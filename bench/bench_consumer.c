@@ -41,6 +41,7 @@
 #include <inttypes.h>
 #include <librdkafka/rdkafka_mock.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <sys/resource.h>
 #include <uv.h>
 
@@ -443,37 +444,32 @@ static rd_kafka_mock_cluster_t *start_cluster(rd_kafka_t **host_out)
     return mock;
 }
 
+/* A mode named by argv[1]: the cluster, the records' topic when asked (as a cluster where
+ * `ringlane grow` ran once), the prefilled topic, then the mode's own main. */
+static int run_mode(int argc, char **argv, int (*mode_main)(int, char **), bool growth_topic)
+{
+    rd_kafka_t *host;
+    rd_kafka_mock_cluster_t *mock = start_cluster(&host);
+    if (growth_topic && rd_kafka_mock_topic_create(mock, "__ringlane_growth", 1, 1)) {
+        fprintf(stderr, "bench_consumer: no record topic\n");
+        return 1;
+    }
+    messages = argc > 2 ? atol(argv[2]) : 200000;
+    if (messages < 2)
+        return mode_main(argc, argv); /* the usage */
+    prefill();
+    int rc = mode_main(argc, argv);
+    rd_kafka_mock_cluster_destroy(mock);
+    rd_kafka_destroy(host);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "fence") == 0) {
-        rd_kafka_t *host;
-        rd_kafka_mock_cluster_t *mock = start_cluster(&host);
-        /* As a cluster where ringlane grow ran once: the records' topic exists. */
-        if (rd_kafka_mock_topic_create(mock, "__ringlane_growth", 1, 1)) {
-            fprintf(stderr, "bench_consumer: no record topic\n");
-            return 1;
-        }
-        messages = argc > 2 ? atol(argv[2]) : 200000;
-        if (messages < 2)
-            return main_fence(argc, argv); /* the usage */
-        prefill();
-        int rc = main_fence(argc, argv);
-        rd_kafka_mock_cluster_destroy(mock);
-        rd_kafka_destroy(host);
-        return rc;
-    }
-    if (argc > 1 && strcmp(argv[1], "async") == 0) {
-        rd_kafka_t *host;
-        rd_kafka_mock_cluster_t *mock = start_cluster(&host);
-        messages = argc > 2 ? atol(argv[2]) : 200000;
-        if (messages < 2)
-            return main_async(argc, argv); /* the usage */
-        prefill();
-        int rc = main_async(argc, argv);
-        rd_kafka_mock_cluster_destroy(mock);
-        rd_kafka_destroy(host);
-        return rc;
-    }
+    if (argc > 1 && strcmp(argv[1], "fence") == 0)
+        return run_mode(argc, argv, main_fence, true);
+    if (argc > 1 && strcmp(argv[1], "async") == 0)
+        return run_mode(argc, argv, main_async, false);
     messages = argc > 1 ? atol(argv[1]) : 200000;
     work_us = argc > 2 ? atoi(argv[2]) : 0;
     int runs = argc > 3 ? atoi(argv[3]) : 3;

@@ -68,16 +68,16 @@ typedef struct rl__part {
     uint32_t sent_epoch;
     uint64_t map_bytes; /* the map the last acknowledged commit carried */
     /* The growth fence (growth_fence.c). */
-    struct rl__growth_holds *holds;        /* its held messages per source partition, or NULL */
-    uint64_t fence_req;                    /* the read of the records its assignment asked for */
-    uint64_t fence_gen;                    /* the view fence_growth was looked up in */
+    struct rl__growth_holds *holds; /* its held messages per source partition, or NULL */
+    uint64_t fence_req;             /* the read of the records its assignment asked for */
+    uint64_t fence_gen;             /* the view fence_growth, late_growth were looked up in */
     const struct rl__growth *fence_growth; /* the growth that made it, NULL for none */
     int64_t fence_counted; /* the newest offset counted in growth_held (held whole, or then as a
                               moved key's: counted once) */
     int64_t fence_seen;    /* the newest offset rl__growth_fence_admit counted (a message
                               refused by the lanes comes back: counted once) */
-    uint64_t late_gen;     /* the view late_growth was looked up in */
-    const struct rl__growth *late_growth; /* the newest sealed growth it is an old partition of */
+    const struct rl__growth *late_growth; /* the newest sealed growth it is an old partition of
+                                             (looked up with fence_growth, at fence_gen) */
     bool late_reported;                   /* a late producer's message reported (this epoch) */
     bool fence_check_start; /* assigned without a commit before the records were read */
 } rl__part;

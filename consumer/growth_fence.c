@@ -92,43 +92,42 @@ void rl__growth_fence_free(rl_consumer_t *c)
 
 /* --- lookups --- */
 
-/* The growth that made q (from <= q < to), NULL when none did. Looked up again after each
- * view taken; cached in the partition meanwhile. */
-static const rl__growth *growth_of_part(rl__growth_fence *f, rl__part *p)
+/* The partition's growths in the view, looked up again after each view taken and cached in
+ * the partition meanwhile: the one that made q (from <= q < to), and the newest sealed one q
+ * is an old partition of (q < from: its ring over `to` is where producers put keys since).
+ * False when no read of the records succeeded yet. */
+static bool look_up_growths(rl__growth_fence *f, rl__part *p)
 {
     if (!f->view)
-        return NULL;
+        return false;
     if (p->fence_gen == f->view_gen)
-        return p->fence_growth;
+        return true;
     p->fence_gen = f->view_gen;
-    p->fence_growth = NULL;
+    p->fence_growth = p->late_growth = NULL;
     uint32_t q = (uint32_t)p->partition;
     for (size_t i = 0; i < f->view->n; i++) {
         const rl__growth *g = &f->view->v[i];
-        if (g->from <= q && q < g->to && strcmp(g->topic, p->topic->name) == 0)
+        if (strcmp(g->topic, p->topic->name) != 0)
+            continue;
+        if (g->from <= q && q < g->to)
             p->fence_growth = g;
-    }
-    return p->fence_growth;
-}
-
-/* The newest sealed growth that p is an old partition of (p < from), NULL when none: its ring
- * over `to` is where producers put keys since. Cached as growth_of_part. */
-static const rl__growth *late_growth_of(rl__growth_fence *f, rl__part *p)
-{
-    if (!f->view)
-        return NULL;
-    if (p->late_gen == f->view_gen)
-        return p->late_growth;
-    p->late_gen = f->view_gen;
-    p->late_growth = NULL;
-    uint32_t q = (uint32_t)p->partition;
-    for (size_t i = 0; i < f->view->n; i++) {
-        const rl__growth *g = &f->view->v[i];
-        if (g->state == RL__GROWTH_SEALED && q < g->from && strcmp(g->topic, p->topic->name) == 0 &&
-            (!p->late_growth || g->to > p->late_growth->to))
+        else if (q < g->from && g->state == RL__GROWTH_SEALED &&
+                 (!p->late_growth || g->to > p->late_growth->to))
             p->late_growth = g;
     }
-    return p->late_growth;
+    return true;
+}
+
+/* The growth that made q, NULL when none did. */
+static const rl__growth *growth_of_part(rl__growth_fence *f, rl__part *p)
+{
+    return look_up_growths(f, p) ? p->fence_growth : NULL;
+}
+
+/* The newest sealed growth q is an old partition of, NULL when none. */
+static const rl__growth *late_growth_of(rl__growth_fence *f, rl__part *p)
+{
+    return look_up_growths(f, p) ? p->late_growth : NULL;
 }
 
 /* A message of old partition p at or above its growth point whose key the ring over the
@@ -156,13 +155,23 @@ static void watch_late(rl_consumer_t *c, rl__part *p, const rd_kafka_message_t *
                        (unsigned)node, (unsigned)g->from);
 }
 
+/* The group's committed offset of (topic, partition) in the last answer, -1 for none; false
+ * when the answer did not name it or named an error (unknown). */
+static bool committed_known(const rl__growth_fence *f, const char *topic, uint32_t partition,
+                            int64_t *offset)
+{
+    const rd_kafka_topic_partition_t *e =
+        f->committed ? rd_kafka_topic_partition_list_find(f->committed, topic, (int32_t)partition)
+                     : NULL;
+    *offset = e && !e->err && e->offset >= 0 ? e->offset : -1;
+    return e && !e->err;
+}
+
 static int64_t committed_of(const rl__growth_fence *f, const char *topic, uint32_t partition)
 {
-    if (!f->committed)
-        return -1;
-    const rd_kafka_topic_partition_t *e =
-        rd_kafka_topic_partition_list_find(f->committed, topic, (int32_t)partition);
-    return e && !e->err && e->offset >= 0 ? e->offset : -1;
+    int64_t offset;
+    committed_known(f, topic, partition, &offset);
+    return offset;
 }
 
 /* Sealed, and the group has consumed source partition s up to its growth point. */
@@ -193,8 +202,8 @@ static bool stalled(const rl__growth_fence *f, const rl__growth *g, uint32_t s)
 }
 
 /* Marks (topic, s) waited on now (update_want), made the first time with its clock stopped
- * until an answer names it. False without memory: no clock, so no release by stall. */
-static bool stall_waited(rl__growth_fence *f, const char *topic, uint32_t s, int64_t point)
+ * until an answer names it. Without memory it is not made: no clock, so no release by stall. */
+static void stall_waited(rl__growth_fence *f, const char *topic, uint32_t s, int64_t point)
 {
     rl__growth_stall *e = stall_find(f, topic, s);
     if (!e) {
@@ -202,7 +211,7 @@ static bool stall_waited(rl__growth_fence *f, const char *topic, uint32_t s, int
             size_t cap = f->capstalls ? f->capstalls * 2 : 16;
             rl__growth_stall *grown = realloc(f->stalls, cap * sizeof *grown);
             if (!grown)
-                return false;
+                return;
             f->stalls = grown;
             f->capstalls = cap;
         }
@@ -210,14 +219,12 @@ static bool stall_waited(rl__growth_fence *f, const char *topic, uint32_t s, int
         memset(e, 0, sizeof *e);
         snprintf(e->topic, sizeof e->topic, "%s", topic);
         e->s = s;
-        e->point = point;
     }
-    if (e->point != point) { /* a later growth of the topic: a wait of its own */
+    if (e->point != point) { /* new, or a later growth of the topic: a wait of its own */
         e->point = point;
         e->stalled = e->known = false;
     }
     e->waited = true;
-    return true;
 }
 
 /* After the committed offsets were read again (or at a tick): each waited-on partition's clock
@@ -231,13 +238,10 @@ static bool stall_look(rl_consumer_t *c, bool answered)
     for (size_t i = 0; i < f->nstalls; i++) {
         rl__growth_stall *e = &f->stalls[i];
         if (answered) {
-            const rd_kafka_topic_partition_t *a =
-                f->committed
-                    ? rd_kafka_topic_partition_list_find(f->committed, e->topic, (int32_t)e->s)
-                    : NULL;
-            int64_t off = a && !a->err ? (a->offset >= 0 ? a->offset : -1) : -2;
-            if (off == -2 || !e->known || off != e->offset) {
-                e->known = off != -2;
+            int64_t off;
+            bool known = committed_known(f, e->topic, e->s, &off);
+            if (!known || !e->known || off != e->offset) {
+                e->known = known;
                 e->offset = off;
                 e->since_ms = now;
             }
@@ -444,7 +448,6 @@ void rl__growth_fence_assigned(rl_consumer_t *c, rl__part *p)
     p->fence_req = ++f->read_req; /* a read begun after this assignment */
     uv_mutex_unlock(&f->mu);
     p->fence_gen = 0;
-    p->late_gen = 0;
     p->fence_counted = -1;
     p->fence_seen = -1;
     p->late_reported = false;
