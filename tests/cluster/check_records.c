@@ -579,12 +579,6 @@ static int cmp_keyed(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static int cmp_gap(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* The events where a key changed partitions (a topic that grew): the gap between the end of
  * the key's earlier events and the start of the first event in the new partition, in ns
  * (negative: it began before they had ended). */
@@ -917,7 +911,7 @@ int main(int argc, char **argv)
            "processes: none began before every earlier one had ended a handling)%s\n",
            across, count_across ? ", counted only (--count-across)" : "");
     if (nmoves) {
-        qsort(moves, nmoves, sizeof *moves, cmp_gap);
+        qsort(moves, nmoves, sizeof *moves, cmp_i64);
         printf("  partition changes   %zu (a key's next event in another partition: it began %.3f "
                "s after the key's earlier events had ended at the median, %.3f s at the least, "
                "%.3f s at the most)\n",
